@@ -1,0 +1,326 @@
+//! The two chains of variables: where the address comes from, and where the
+//! token comes from.
+//!
+//! An address and a token are different kinds of value with different
+//! exposure rules: an address is printed in every refusal, a token never is.
+//! If one variable could feed both, a token set in the wrong place would be
+//! printed as an address. So the chains are two types that share no variable,
+//! a naming that would make them overlap is rejected when it is built, and
+//! [`AddressChain`] can only ever yield an address while [`TokenChain`] can
+//! only ever yield a [`Token`].
+//!
+//! Each chain is read most specific first (the scope's own variable, then the
+//! prefix's, then the stem's); the first non-blank value wins, and the name of
+//! the variable that held it is kept as its `source` so that every refusal can
+//! say which variable to fix.
+
+use std::fmt;
+
+use crate::Env;
+use crate::token::{Token, UnusableToken};
+
+/// How the variables are named: a prefix and a stem.
+///
+/// With prefix `CHANT_BEHAVIOUR`, stem `BEHAVIOUR` and scope `acme`, the
+/// address chain is `CHANT_BEHAVIOUR_ENGINE_ACME`, `CHANT_BEHAVIOUR_ENGINE`,
+/// `BEHAVIOUR_ENGINE`, and the token chain is `CHANT_BEHAVIOUR_TOKEN_ACME`,
+/// `CHANT_BEHAVIOUR_TOKEN`, `BEHAVIOUR_TOKEN`.
+///
+/// ```
+/// use meterwire::Naming;
+///
+/// let naming = Naming::new("CHANT_BEHAVIOUR", "BEHAVIOUR")?;
+/// assert_eq!(
+///     naming.address_chain("acme").variables(),
+///     ["CHANT_BEHAVIOUR_ENGINE_ACME", "CHANT_BEHAVIOUR_ENGINE", "BEHAVIOUR_ENGINE"],
+/// );
+/// assert_eq!(
+///     naming.token_chain("acme").variables(),
+///     ["CHANT_BEHAVIOUR_TOKEN_ACME", "CHANT_BEHAVIOUR_TOKEN", "BEHAVIOUR_TOKEN"],
+/// );
+/// // A stem that starts with the prefix's engine variable would let a scope
+/// // named `TOKEN` read one variable as both an address and a token.
+/// assert!(Naming::new("ACME", "ACME_ENGINE").is_err());
+/// # Ok::<(), meterwire::NamingError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Naming {
+    prefix: String,
+    stem: String,
+}
+
+/// A prefix or stem that cannot name variables, or a naming whose two chains
+/// could share a variable.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NamingError {
+    /// The prefix or stem is not an upper-case variable name.
+    #[error(
+        "the {part} {value:?} is not a variable name: use upper-case letters, digits and single underscores, starting with a letter (for example CHANT_BEHAVIOUR)"
+    )]
+    NotAName {
+        /// `"prefix"` or `"stem"`.
+        part: &'static str,
+        /// The rejected text, bounded to 64 characters.
+        value: String,
+    },
+    /// The two chains could share a variable.
+    #[error(
+        "the naming prefix {prefix} with stem {stem} would let one variable be read as both an address and a token: choose a stem that does not start with {prefix}_ENGINE or {prefix}_TOKEN and differs from the prefix"
+    )]
+    Overlap {
+        /// The prefix.
+        prefix: String,
+        /// The stem.
+        stem: String,
+    },
+    /// The scope folds to nothing (it has no letter or digit).
+    #[error(
+        "the scope {scope:?} has no letter or digit, so it cannot name a variable: name the predictor, for example \"acme\""
+    )]
+    EmptyScope {
+        /// The rejected scope, bounded to 64 characters.
+        scope: String,
+    },
+}
+
+impl Default for Naming {
+    /// The naming of the deployment this crate was first written for:
+    /// prefix `CHANT_BEHAVIOUR`, stem `BEHAVIOUR`.
+    fn default() -> Naming {
+        Naming {
+            prefix: "CHANT_BEHAVIOUR".to_owned(),
+            stem: "BEHAVIOUR".to_owned(),
+        }
+    }
+}
+
+impl Naming {
+    /// A naming from a prefix and a stem, both upper-case variable names.
+    ///
+    /// Rejects a naming whose chains could share a variable for some scope:
+    /// that happens exactly when the stem equals the prefix, or starts with
+    /// `PREFIX_ENGINE` or `PREFIX_TOKEN` (then a scope can complete the
+    /// prefix's scoped variable of one chain into the stem's variable of the
+    /// other).
+    pub fn new(prefix: &str, stem: &str) -> Result<Naming, NamingError> {
+        for (part, value) in [("prefix", prefix), ("stem", stem)] {
+            if !is_variable_name(value) {
+                return Err(NamingError::NotAName {
+                    part,
+                    value: crate::conceal::bound(value, 64).to_owned(),
+                });
+            }
+        }
+        let stem_ = format!("{stem}_");
+        let overlaps = prefix == stem
+            || stem_.starts_with(&format!("{prefix}_ENGINE_"))
+            || stem_.starts_with(&format!("{prefix}_TOKEN_"));
+        if overlaps {
+            return Err(NamingError::Overlap {
+                prefix: prefix.to_owned(),
+                stem: stem.to_owned(),
+            });
+        }
+        Ok(Naming {
+            prefix: prefix.to_owned(),
+            stem: stem.to_owned(),
+        })
+    }
+
+    /// The prefix, for example `CHANT_BEHAVIOUR`.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The stem, for example `BEHAVIOUR`.
+    pub fn stem(&self) -> &str {
+        &self.stem
+    }
+
+    /// The variable a remedy tells an operator to set for the address:
+    /// `PREFIX_ENGINE`.
+    pub fn engine_variable(&self) -> String {
+        format!("{}_ENGINE", self.prefix)
+    }
+
+    /// The variable a remedy tells an operator to set for the token:
+    /// `PREFIX_TOKEN`.
+    pub fn token_variable(&self) -> String {
+        format!("{}_TOKEN", self.prefix)
+    }
+
+    /// The address chain for a scope. A scope with no letter or digit has no
+    /// scoped variable; [`fold_scope`] says how a scope becomes a name.
+    pub fn address_chain(&self, scope: &str) -> AddressChain {
+        AddressChain(self.chain("ENGINE", scope))
+    }
+
+    /// The token chain for a scope.
+    pub fn token_chain(&self, scope: &str) -> TokenChain {
+        TokenChain(self.chain("TOKEN", scope))
+    }
+
+    fn chain(&self, kind: &str, scope: &str) -> Chain {
+        let folded = fold_scope(scope);
+        let mut variables = Vec::with_capacity(3);
+        if !folded.is_empty() {
+            variables.push(format!("{}_{kind}_{folded}", self.prefix));
+        }
+        variables.push(format!("{}_{kind}", self.prefix));
+        variables.push(format!("{}_{kind}", self.stem));
+        Chain { variables }
+    }
+}
+
+/// A scope as it appears in a variable name: upper-cased, every run of
+/// characters outside `A-Z0-9` turned into one `_`, with none left at either
+/// end.
+///
+/// ```
+/// assert_eq!(meterwire::fold_scope("my-lexicon.v2"), "MY_LEXICON_V2");
+/// assert_eq!(meterwire::fold_scope("  Acme  "), "ACME");
+/// assert_eq!(meterwire::fold_scope("--"), "");
+/// ```
+pub fn fold_scope(scope: &str) -> String {
+    let mut folded = String::with_capacity(scope.len());
+    let mut pending_gap = false;
+    for c in scope.chars() {
+        let c = c.to_ascii_uppercase();
+        if c.is_ascii_uppercase() || c.is_ascii_digit() {
+            if pending_gap && !folded.is_empty() {
+                folded.push('_');
+            }
+            pending_gap = false;
+            folded.push(c);
+        } else {
+            pending_gap = true;
+        }
+    }
+    folded
+}
+
+/// `[A-Z][A-Z0-9]*(_[A-Z0-9]+)*`: what a remedy can tell someone to set.
+fn is_variable_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_uppercase)
+        && bytes.last().is_some_and(|b| *b != b'_')
+        && !name.contains("__")
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Chain {
+    variables: Vec<String>,
+}
+
+impl Chain {
+    /// The first variable whose trimmed value is non-blank, and that value.
+    fn first<'e>(&self, env: &'e Env) -> Option<(&str, &'e str)> {
+        self.variables.iter().find_map(|name| {
+            let value = env.get(name)?.trim();
+            (!value.is_empty()).then_some((name.as_str(), value))
+        })
+    }
+}
+
+/// A value read from a chain, with the name of the variable that held it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Resolved {
+    value: String,
+    source: String,
+}
+
+impl Resolved {
+    /// The trimmed value.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// The variable that held it.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+/// Prints the variable and the address as redacted text: an address can
+/// carry userinfo or a query string that is as secret as the token.
+impl fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resolved")
+            .field("value", &crate::address::redact_text(&self.value))
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// The variables an engine's address is read from, most specific first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddressChain(Chain);
+
+impl AddressChain {
+    /// The variable names, most specific first.
+    pub fn variables(&self) -> &[String] {
+        &self.0.variables
+    }
+
+    /// The first non-blank value in the chain, trimmed, with its variable.
+    ///
+    /// ```
+    /// use meterwire::{Env, Naming};
+    ///
+    /// let env = Env::from_pairs([
+    ///     ("CHANT_BEHAVIOUR_ENGINE_ACME", "   "),
+    ///     ("BEHAVIOUR_ENGINE", " https://engine.example/v1 "),
+    /// ]);
+    /// let found = Naming::default().address_chain("acme").resolve(&env).unwrap();
+    /// assert_eq!(found.value(), "https://engine.example/v1");
+    /// assert_eq!(found.source(), "BEHAVIOUR_ENGINE");
+    /// ```
+    pub fn resolve(&self, env: &Env) -> Option<Resolved> {
+        self.0.first(env).map(|(source, value)| Resolved {
+            value: value.to_owned(),
+            source: source.to_owned(),
+        })
+    }
+}
+
+/// The variables a bearer token is read from, most specific first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenChain(Chain);
+
+impl TokenChain {
+    /// The variable names, most specific first.
+    pub fn variables(&self) -> &[String] {
+        &self.0.variables
+    }
+
+    /// The token held by the first non-blank variable in the chain.
+    ///
+    /// `Ok(None)` when every variable is unset or blank; an error, naming the
+    /// variable but never the value, when the winning value cannot be sent as
+    /// a header value.
+    ///
+    /// ```
+    /// use meterwire::{Env, Naming};
+    ///
+    /// let chain = Naming::default().token_chain("acme");
+    /// let env = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN", "mw-0123456789")]);
+    /// let token = chain.resolve(&env)?.unwrap();
+    /// assert_eq!(token.source(), "CHANT_BEHAVIOUR_TOKEN");
+    /// assert!(!format!("{token:?}").contains("mw-0123456789"));
+    ///
+    /// let broken = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN", "mw-01\n23")]);
+    /// let err = chain.resolve(&broken).unwrap_err();
+    /// assert_eq!(err.source_variable(), "CHANT_BEHAVIOUR_TOKEN");
+    /// # Ok::<(), meterwire::UnusableToken>(())
+    /// ```
+    pub fn resolve(&self, env: &Env) -> Result<Option<Token>, UnusableToken> {
+        match self.0.first(env) {
+            None => Ok(None),
+            Some((source, value)) => Token::new(value, source).map(Some),
+        }
+    }
+}

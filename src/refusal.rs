@@ -1,0 +1,201 @@
+//! The refusal: one of four causes, a reason and a remedy.
+//!
+//! The four causes are four remedies an operator can apply: set a variable
+//! (`no-engine`), check an address (`engine-unreachable`), fund an account
+//! (`engine-out-of-credit`), wait for a window (`engine-over-quota`). A
+//! refusal is written to be pasted: into a log, a terminal, or a public
+//! merge-request comment. So every string in it has been through the
+//! concealer before it was stored here, and the report shape is versioned
+//! (`"behaviour": "v1"`) and additive: consumers read `refusal.reason` and
+//! `refusal.remedy` and ignore fields they do not know.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a call did not end in an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Cause {
+    /// No engine to ask: no address, no usable token, or a token the engine
+    /// rejected. The remedy is to set a variable.
+    NoEngine,
+    /// The engine did not answer the question: the request failed, or it
+    /// answered with a status that is not an answer. The remedy is to check
+    /// the address.
+    EngineUnreachable,
+    /// The engine answered `402`: the account is empty. The remedy is to
+    /// fund it.
+    EngineOutOfCredit,
+    /// The engine answered `429`: a limit is spent. The remedy is to wait.
+    EngineOverQuota,
+}
+
+impl Cause {
+    /// The kebab-case name, as in the report: `"engine-over-quota"`.
+    ///
+    /// ```
+    /// assert_eq!(meterwire::Cause::EngineOutOfCredit.as_str(), "engine-out-of-credit");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::NoEngine => "no-engine",
+            Cause::EngineUnreachable => "engine-unreachable",
+            Cause::EngineOutOfCredit => "engine-out-of-credit",
+            Cause::EngineOverQuota => "engine-over-quota",
+        }
+    }
+
+    /// All four, in the order of the contract.
+    pub const ALL: [Cause; 4] = [
+        Cause::NoEngine,
+        Cause::EngineUnreachable,
+        Cause::EngineOutOfCredit,
+        Cause::EngineOverQuota,
+    ];
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A call that did not end in an answer: its cause, what happened, and what
+/// to do about it.
+///
+/// ```
+/// use meterwire::{Cause, Refusal};
+///
+/// let refusal = Refusal::new(
+///     Cause::EngineOverQuota,
+///     "scope \"acme\": engine at https://engine.example/v1 (from CHANT_BEHAVIOUR_ENGINE) answered HTTP 429",
+///     "wait for the engine's quota window to reset, or set CHANT_BEHAVIOUR_TOKEN to a token with its own limit",
+///     Some("CHANT_BEHAVIOUR_ENGINE".to_owned()),
+/// );
+/// let json = refusal.report().to_json();
+/// assert!(json.starts_with(r#"{"behaviour":"v1","refusal":{"cause":"engine-over-quota""#));
+/// let back: meterwire::Report = serde_json::from_str(&json)?;
+/// assert_eq!(back.refusal(), &refusal);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    cause: Cause,
+    reason: String,
+    remedy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
+}
+
+impl Refusal {
+    /// A refusal from its parts. The crate builds its own refusals from
+    /// concealed text; this constructor is for a predictor's tests and fakes,
+    /// and takes the strings as given.
+    pub fn new(
+        cause: Cause,
+        reason: impl Into<String>,
+        remedy: impl Into<String>,
+        source: Option<String>,
+    ) -> Refusal {
+        Refusal {
+            cause,
+            reason: reason.into(),
+            remedy: remedy.into(),
+            source,
+            status: None,
+        }
+    }
+
+    /// The same refusal, recording the HTTP status the engine answered.
+    pub fn with_status(mut self, status: u16) -> Refusal {
+        self.status = Some(status);
+        self
+    }
+
+    /// The cause.
+    pub fn cause(&self) -> Cause {
+        self.cause
+    }
+
+    /// What happened, naming the scope, the redacted address and the
+    /// variable involved.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// What an operator should do, naming at least one variable.
+    pub fn remedy(&self) -> &str {
+        &self.remedy
+    }
+
+    /// The variable the refusal traces back to, when there is one.
+    pub fn source(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+
+    /// The HTTP status the engine answered, when it answered one.
+    pub fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// The report of this refusal: `{"behaviour": "v1", "refusal": {…}}`.
+    pub fn report(&self) -> Report {
+        Report {
+            behaviour: BEHAVIOUR_V1.to_owned(),
+            refusal: self.clone(),
+        }
+    }
+
+    /// Applies `f` to the reason and the remedy: how the transport passes
+    /// both through its concealer one last time before they leave.
+    pub(crate) fn map_text(mut self, mut f: impl FnMut(&str) -> String) -> Refusal {
+        self.reason = f(&self.reason);
+        self.remedy = f(&self.remedy);
+        self
+    }
+}
+
+/// `cause: reason; remedy`, on one line.
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} (remedy: {})",
+            self.cause, self.reason, self.remedy
+        )
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+const BEHAVIOUR_V1: &str = "v1";
+
+/// The serialized shape of a refusal: `{"behaviour": "v1", "refusal": {…}}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    behaviour: String,
+    refusal: Refusal,
+}
+
+impl Report {
+    /// The version of the report shape: `"v1"`.
+    pub fn behaviour(&self) -> &str {
+        &self.behaviour
+    }
+
+    /// The refusal it reports.
+    pub fn refusal(&self) -> &Refusal {
+        &self.refusal
+    }
+
+    /// The report as one line of JSON.
+    pub fn to_json(&self) -> String {
+        // Serializing plain strings and integers to a String cannot fail;
+        // the fallback keeps this total anyway.
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+}
