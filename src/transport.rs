@@ -507,16 +507,28 @@ impl Transport for HttpTransport {
 /// deadline with what has arrived: the status already says what happened,
 /// so a body that drips forever costs the detail, not the refusal. The rest
 /// is never read; dropping the response closes the connection.
+///
+/// A head that did not reach the end of the body may end in the middle of a
+/// token, where no concealer can recognise it; it is cut back to its last
+/// whitespace, since no form of a token holds any.
 async fn read_head(mut response: Response, deadline: Instant) -> Vec<u8> {
     let mut head = Vec::new();
-    while head.len() < DETAIL_READ_LIMIT {
+    let complete = loop {
+        if head.len() >= DETAIL_READ_LIMIT {
+            break false;
+        }
         match timeout_at(deadline, response.chunk()).await {
             Ok(Ok(Some(chunk))) => {
                 let room = DETAIL_READ_LIMIT - head.len();
                 head.extend_from_slice(&chunk[..chunk.len().min(room)]);
             }
-            _ => break,
+            Ok(Ok(None)) => break true,
+            Ok(Err(_)) | Err(_) => break false,
         }
+    };
+    if !complete {
+        let keep = head.iter().rposition(u8::is_ascii_whitespace).unwrap_or(0);
+        head.truncate(keep);
     }
     head
 }

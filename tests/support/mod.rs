@@ -1,0 +1,86 @@
+//! Helpers shared by the integration tests: a snapshot builder, the token and
+//! variables every test uses, a transport pointed at a loopback server, and
+//! the checks every refusal must pass (CONTRACT.md §4, "What each refusal
+//! must say").
+
+// Each test binary compiles its own copy and uses only some of it.
+#![allow(dead_code)]
+
+use meterwire::{Env, HttpTransport, HttpTransportBuilder, Refusal};
+
+/// The scope the tests send for; its variables end in `_ACME`.
+pub const SCOPE: &str = "acme";
+
+/// A token long enough to be concealed, and distinctive enough that finding
+/// it anywhere is a leak rather than a coincidence.
+pub const TOKEN: &str = "mw-test-Q7vX2kP9zR4tL8wN";
+
+/// The address variable the default naming reads after the scoped one.
+pub const ADDRESS_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";
+
+/// The token variable the default naming reads after the scoped one.
+pub const TOKEN_VAR: &str = "CHANT_BEHAVIOUR_TOKEN";
+
+/// A snapshot holding exactly these pairs.
+pub fn env(pairs: &[(&str, &str)]) -> Env {
+    Env::from_pairs(pairs.iter().copied())
+}
+
+/// A builder whose snapshot names `address` in [`ADDRESS_VAR`] and
+/// [`TOKEN`] in [`TOKEN_VAR`], for tests that set a deadline or a cap.
+pub fn builder_for(address: &str, scope: &str) -> HttpTransportBuilder {
+    HttpTransport::builder(scope).env(env(&[(ADDRESS_VAR, address), (TOKEN_VAR, TOKEN)]))
+}
+
+/// A transport that sends to `address` with [`TOKEN`].
+pub fn transport_for(address: &str, scope: &str) -> HttpTransport {
+    match builder_for(address, scope).build() {
+        Ok(transport) => transport,
+        Err(error) => panic!("a transport for {address} should build: {error}"),
+    }
+}
+
+/// Whether `text` contains a name an operator could set:
+/// `[A-Z][A-Z0-9]*(_[A-Z0-9]+)+`.
+pub fn names_a_variable(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let name_char = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit();
+    (0..bytes.len()).any(|start| {
+        if !bytes[start].is_ascii_uppercase() {
+            return false;
+        }
+        // The greedy run is the only one that can be followed by `_`.
+        let mut at = start + 1;
+        while at < bytes.len() && name_char(bytes[at]) {
+            at += 1;
+        }
+        bytes.get(at) == Some(&b'_') && bytes.get(at + 1).is_some_and(|b| name_char(*b))
+    })
+}
+
+/// The contract's rules for every refusal, for a refusal in [`SCOPE`].
+#[track_caller]
+pub fn assert_refusal_shape(refusal: &Refusal) {
+    assert_refusal_shape_in(refusal, SCOPE);
+}
+
+/// The contract's rules for every refusal: a non-empty reason and remedy,
+/// a remedy that names a variable, a reason under 1 000 characters that
+/// names the scope.
+#[track_caller]
+pub fn assert_refusal_shape_in(refusal: &Refusal, scope: &str) {
+    let reason = refusal.reason();
+    let remedy = refusal.remedy();
+    assert!(!reason.trim().is_empty(), "empty reason: {refusal:?}");
+    assert!(!remedy.trim().is_empty(), "empty remedy: {refusal:?}");
+    assert!(
+        names_a_variable(remedy),
+        "the remedy names no variable: {remedy:?}"
+    );
+    let chars = reason.chars().count();
+    assert!(chars < 1000, "the reason is {chars} characters long");
+    assert!(
+        reason.contains(scope),
+        "the reason does not name the scope {scope:?}: {reason:?}"
+    );
+}
