@@ -236,10 +236,10 @@ pub fn redact_address(text: &str) -> String {
 
 pub(crate) fn redact_text(text: &str) -> String {
     let text = text.trim();
-    if let Ok(url) = Url::parse(text) {
-        if url.has_host() {
-            return redact_url(&url);
-        }
+    if let Ok(url) = Url::parse(text)
+        && url.has_host()
+    {
+        return redact_url(&url);
     }
     // Not a URL with a host: cut at the first `?` or `#`, and hide anything
     // before an `@` in what looks like an authority.

@@ -577,13 +577,12 @@ fn classify(error: &reqwest::Error, ms: u64) -> Failure {
             return failure;
         }
         // `io::Error::source` skips the error it wraps; look inside too.
-        if let Some(inner) = current
+        if let Some(failure) = current
             .downcast_ref::<io::Error>()
             .and_then(|io| io.get_ref())
+            .and_then(|inner| classify_one(inner))
         {
-            if let Some(failure) = classify_one(inner) {
-                return failure;
-            }
+            return failure;
         }
         cause = current.source();
     }
@@ -612,10 +611,10 @@ fn classify_one(error: &(dyn std::error::Error + 'static)) -> Option<Failure> {
             _ => None,
         };
     }
-    if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
-        if hyper.is_incomplete_message() || hyper.is_closed() || hyper.is_canceled() {
-            return Some(Failure::ConnectionReset);
-        }
+    if let Some(hyper) = error.downcast_ref::<hyper::Error>()
+        && (hyper.is_incomplete_message() || hyper.is_closed() || hyper.is_canceled())
+    {
+        return Some(Failure::ConnectionReset);
     }
     let text = error.to_string();
     if text.starts_with("dns error") {
