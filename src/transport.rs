@@ -571,20 +571,29 @@ fn classify(error: &reqwest::Error, ms: u64) -> Failure {
     if error.is_timeout() {
         return Failure::Deadline { ms };
     }
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
-    while let Some(current) = cause {
+    // Walk every cause. `io::Error::source` skips the error it wraps, and
+    // reqwest wraps a TLS error in two of them, so look inside those too.
+    // The depth bound keeps a pathological chain from looping.
+    let mut pending: Vec<&(dyn std::error::Error + 'static)> =
+        std::error::Error::source(error).into_iter().collect();
+    let mut visited = 0;
+    while let Some(current) = pending.pop() {
+        visited += 1;
+        if visited > 32 {
+            break;
+        }
         if let Some(failure) = classify_one(current) {
             return failure;
         }
-        // `io::Error::source` skips the error it wraps; look inside too.
-        if let Some(failure) = current
+        if let Some(next) = current.source() {
+            pending.push(next);
+        }
+        if let Some(inner) = current
             .downcast_ref::<io::Error>()
             .and_then(|io| io.get_ref())
-            .and_then(|inner| classify_one(inner))
         {
-            return failure;
+            pending.push(inner);
         }
-        cause = current.source();
     }
     if error.is_dns() {
         Failure::HostNotFound

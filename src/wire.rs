@@ -244,13 +244,20 @@ pub fn refusal_for_status(
     Some(site.seal(refusal.with_status(status)))
 }
 
-/// A `location` as a reason shows it: the host of an absolute URL, or "a
+/// A `location` as a reason shows it: the host (and port) of an absolute
+/// URL, or "a
 /// path on the same host".
 fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
     let text = String::from_utf8_lossy(location);
     match url::Url::parse(text.trim()) {
         Ok(url) => match url.host_str() {
-            Some(host) => engine_value(host.as_bytes(), concealer, HEADER_LIMIT),
+            Some(host) => {
+                let host = match url.port() {
+                    Some(port) => format!("{host}:{port}"),
+                    None => host.to_owned(),
+                };
+                engine_value(host.as_bytes(), concealer, HEADER_LIMIT)
+            }
             None => "an address with no host".to_owned(),
         },
         Err(_) => "a path on the same host".to_owned(),
