@@ -1,0 +1,541 @@
+//! `--embedded`: the tour. An engine of the probe's own on 127.0.0.1, and
+//! every row of the contract's table (CONTRACT.md §4) walked against it.
+//!
+//! Each row gets a transport of its own, built from a snapshot of made-up
+//! variables (`Env::from_pairs`), never the process environment: the tour
+//! must show the same thing on every machine, and must not send a real
+//! token to a fake engine. The engine echoes the probe's token back in some
+//! of its bodies, the way real engines quote a request in an error, so the
+//! table also shows the token concealed where it was echoed.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use meterwire::{Answer, Cause, Env, HttpTransport, Naming, Refusal};
+use serde::Serialize;
+use wiremock::matchers::{any, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::show::{self, Style};
+use crate::{OutcomeJson, Usage, print_json};
+
+/// The probe's own token, made up for the tour. It holds `/` and `+` so the
+/// engine's JSON-escaped echo of it differs from the raw text.
+pub const TOUR_TOKEN: &str = "mw_embedded/tour+5c1d9e0a7b3f";
+
+/// The deadline of every row but the deadline's own: the engine is local.
+const ROW_DEADLINE: Duration = Duration::from_secs(5);
+/// The deadline row's deadline, and how long its engine waits: long enough
+/// apart that the row cannot answer, short enough to keep the tour quick.
+const SHORT_DEADLINE: Duration = Duration::from_millis(300);
+const SLOW_ENGINE: Duration = Duration::from_secs(3);
+/// The cap of the over-the-cap row, and the size of its answer.
+const SMALL_CAP: u64 = 1_024;
+const LARGE_ANSWER: usize = 4_096;
+const RETRY_AFTER: &str = "30";
+
+/// The table's width, and its columns.
+const WIDTH: usize = 120;
+const ROW_COLUMN: usize = 26;
+const WIRE_COLUMN: usize = 42;
+const INDENT: usize = 7;
+
+/// One row of the tour: what the engine is made to do, and what the
+/// contract says it becomes.
+struct Stage {
+    row: &'static str,
+    /// What goes over the wire, as the engine was staged to say it.
+    wire: String,
+    /// `None`: an answer.
+    expected: Option<Cause>,
+    /// The contract says this row refuses before anything is sent; the tour
+    /// checks that before sending, so even a library that got it wrong
+    /// sends nothing from this row.
+    refused_before_sending: bool,
+    env: Env,
+    deadline: Duration,
+    cap: u64,
+}
+
+/// What a row came to.
+enum Outcome {
+    Sent {
+        result: Result<Answer, Refusal>,
+        elapsed_ms: u64,
+    },
+    /// A row the contract refuses before sending was about to send.
+    NotRefused,
+}
+
+struct Walked {
+    stage: Stage,
+    outcome: Outcome,
+    /// For the redirect row: how many requests the redirect's target got.
+    target_requests: Option<usize>,
+}
+
+impl Walked {
+    fn cause(&self) -> Option<Cause> {
+        match &self.outcome {
+            Outcome::Sent { result: Err(r), .. } => Some(r.cause()),
+            _ => None,
+        }
+    }
+
+    fn as_contract_says(&self) -> bool {
+        match &self.outcome {
+            Outcome::NotRefused => false,
+            Outcome::Sent { result, .. } => {
+                result.as_ref().err().map(Refusal::cause) == self.stage.expected
+                    && self.target_requests.unwrap_or(0) == 0
+            }
+        }
+    }
+
+    fn wire(&self) -> String {
+        match self.target_requests {
+            Some(n) => format!("{}; its target got {n} requests", self.stage.wire),
+            None => self.stage.wire.clone(),
+        }
+    }
+}
+
+pub async fn tour(
+    scope: &str,
+    naming: &Naming,
+    body: Bytes,
+    json: bool,
+    style: &Style,
+) -> Result<ExitCode, Usage> {
+    let engine = MockServer::start().await;
+    let elsewhere = MockServer::start().await;
+    stage_engine(&engine, &elsewhere).await;
+
+    let at = |route: &str| format!("{}/{route}", engine.uri());
+    let engine_var = naming.engine_variable();
+    let token_var = naming.token_variable();
+    let pairs = |address: &str, token: Option<&str>| {
+        let mut env = Env::new();
+        env.set(engine_var.as_str(), address);
+        if let Some(token) = token {
+            env.set(token_var.as_str(), token);
+        }
+        env
+    };
+    let stage = |row, wire: &str, expected, env| Stage {
+        row,
+        wire: wire.to_owned(),
+        expected,
+        refused_before_sending: false,
+        env,
+        deadline: ROW_DEADLINE,
+        cap: meterwire::DEFAULT_MAX_ANSWER_BYTES,
+    };
+    let offline = |row, expected, env| Stage {
+        refused_before_sending: true,
+        ..stage(row, "nothing sent", Some(expected), env)
+    };
+    let token = Some(TOUR_TOKEN);
+    let refused_port = released_port().map_err(|error| {
+        Usage(format!(
+            "--embedded: no loopback port to stage with ({error})"
+        ))
+    })?;
+
+    let stages = vec![
+        stage("answer", "HTTP 200", None, pairs(&at("answer"), token)),
+        stage(
+            "token rejected",
+            "HTTP 401",
+            Some(Cause::NoEngine),
+            pairs(&at("rejected"), token),
+        ),
+        stage(
+            "token forbidden",
+            "HTTP 403",
+            Some(Cause::NoEngine),
+            pairs(&at("forbidden"), token),
+        ),
+        stage(
+            "out of credit",
+            "HTTP 402",
+            Some(Cause::EngineOutOfCredit),
+            pairs(&at("empty"), token),
+        ),
+        stage(
+            "over quota",
+            &format!("HTTP 429, retry-after: {RETRY_AFTER}"),
+            Some(Cause::EngineOverQuota),
+            pairs(&at("spent"), token),
+        ),
+        stage(
+            "engine failing",
+            "HTTP 503",
+            Some(Cause::EngineUnreachable),
+            pairs(&at("failing"), token),
+        ),
+        stage(
+            "redirect",
+            "HTTP 302",
+            Some(Cause::EngineUnreachable),
+            pairs(&at("moved"), token),
+        ),
+        stage(
+            "connection refused",
+            "connection refused",
+            Some(Cause::EngineUnreachable),
+            pairs(&format!("http://127.0.0.1:{refused_port}/v1"), token),
+        ),
+        Stage {
+            deadline: SHORT_DEADLINE,
+            ..stage(
+                "deadline",
+                &format!(
+                    "HTTP 200 after {} ms, deadline {} ms",
+                    SLOW_ENGINE.as_millis(),
+                    SHORT_DEADLINE.as_millis()
+                ),
+                Some(Cause::EngineUnreachable),
+                pairs(&at("slow"), token),
+            )
+        },
+        Stage {
+            cap: SMALL_CAP,
+            ..stage(
+                "answer over the cap",
+                &format!("HTTP 200, {LARGE_ANSWER} bytes, cap {SMALL_CAP}"),
+                Some(Cause::EngineUnreachable),
+                pairs(&at("large"), token),
+            )
+        },
+        offline(
+            "no address",
+            Cause::NoEngine,
+            Env::from_pairs([(token_var.as_str(), TOUR_TOKEN)]),
+        ),
+        offline("no token", Cause::NoEngine, pairs(&at("answer"), None)),
+        offline(
+            "unusable token",
+            Cause::NoEngine,
+            // The usual slip: the header's value pasted whole, scheme and all.
+            pairs(&at("answer"), Some(&format!("Bearer {TOUR_TOKEN}"))),
+        ),
+        offline(
+            "plain http, remote host",
+            Cause::EngineUnreachable,
+            // `.example` is reserved; the row never resolves it, let alone
+            // connects, because a send is refused before anything happens.
+            pairs("http://engine.example/v1", token),
+        ),
+        offline(
+            "userinfo in address",
+            Cause::EngineUnreachable,
+            pairs(
+                &engine.uri().replace("http://", "http://probe:hunter2@"),
+                token,
+            ),
+        ),
+    ];
+
+    let mut walked = Vec::with_capacity(stages.len());
+    for stage in stages {
+        let transport = HttpTransport::builder(scope)
+            .naming(naming.clone())
+            .env(stage.env.clone())
+            .deadline(stage.deadline)
+            .max_answer_bytes(stage.cap)
+            .build()
+            .map_err(|error| Usage(crate::build_error(&error)))?;
+        let outcome = if stage.refused_before_sending && transport.refusal().is_none() {
+            Outcome::NotRefused
+        } else {
+            let started = Instant::now();
+            let result = transport.send(body.clone()).await;
+            Outcome::Sent {
+                result,
+                elapsed_ms: crate::millis(started.elapsed()),
+            }
+        };
+        let target_requests = if stage.row == "redirect" {
+            Some(received(&elsewhere).await)
+        } else {
+            None
+        };
+        walked.push(Walked {
+            stage,
+            outcome,
+            target_requests,
+        });
+    }
+
+    if json {
+        print_rows_json(&walked);
+    } else {
+        print_table(
+            &walked,
+            scope,
+            &engine.uri(),
+            &engine_var,
+            &token_var,
+            style,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The engine of the tour: one route per row, and a second server for the
+/// redirect to point at.
+async fn stage_engine(engine: &MockServer, elsewhere: &MockServer) {
+    let json = |status: u16, body: String| {
+        ResponseTemplate::new(status).set_body_raw(body, "application/json")
+    };
+    // How a JSON encoder that escapes `/` and `+` (PHP, .NET) writes the token.
+    let escaped = TOUR_TOKEN.replace('/', "\\/").replace('+', "\\u002B");
+    let location = format!("{}/collect", elsewhere.uri());
+    let routes = [
+        (
+            "/answer",
+            json(
+                200,
+                format!(
+                    r#"{{"answer":"the embedded engine heard the question","account":"{TOUR_TOKEN}"}}"#
+                ),
+            ),
+        ),
+        (
+            "/rejected",
+            ResponseTemplate::new(401)
+                .set_body_raw(format!("token {TOUR_TOKEN} is not valid"), "text/plain"),
+        ),
+        (
+            "/forbidden",
+            json(
+                403,
+                r#"{"error":{"message":"this token may not use this engine"}}"#.to_owned(),
+            ),
+        ),
+        (
+            "/empty",
+            json(
+                402,
+                format!(r#"{{"error":{{"message":"account {escaped} has no credit left"}}}}"#),
+            ),
+        ),
+        (
+            "/spent",
+            json(
+                429,
+                r#"{"error":"request quota spent for this minute"}"#.to_owned(),
+            )
+            .insert_header("retry-after", RETRY_AFTER),
+        ),
+        (
+            "/failing",
+            ResponseTemplate::new(503)
+                .set_body_raw("engine is restarting, try again shortly", "text/plain"),
+        ),
+        (
+            "/moved",
+            ResponseTemplate::new(302).insert_header("location", location.as_str()),
+        ),
+        (
+            "/slow",
+            json(200, r#"{"answer":"too late"}"#.to_owned()).set_delay(SLOW_ENGINE),
+        ),
+        (
+            "/large",
+            json(
+                200,
+                format!(r#"{{"answer":"{}"}}"#, "x".repeat(LARGE_ANSWER - 13)),
+            ),
+        ),
+    ];
+    for (route, response) in routes {
+        Mock::given(method("POST"))
+            .and(path(route))
+            .respond_with(response)
+            .mount(engine)
+            .await;
+    }
+    Mock::given(any())
+        .respond_with(json(
+            200,
+            r#"{"answer":"a host the engine named"}"#.to_owned(),
+        ))
+        .mount(elsewhere)
+        .await;
+}
+
+async fn received(server: &MockServer) -> usize {
+    server.received_requests().await.map_or(0, |r| r.len())
+}
+
+/// A loopback port nothing listens on: bound, then released.
+fn released_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// One row of `--embedded --json`: its name, what the wire said, what the
+/// contract expects, and the outcome as a single send prints it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RowJson<'a> {
+    row: &'a str,
+    wire: String,
+    expected: &'static str,
+    #[serde(flatten)]
+    outcome: RowOutcomeJson<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    redirect_target_requests: Option<usize>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum RowOutcomeJson<'a> {
+    Sent(OutcomeJson<'a>),
+    NotRefused { error: &'static str },
+}
+
+const NOT_REFUSED: &str = "the transport was about to send, where the contract refuses before sending; the tour sent nothing";
+
+fn expected_name(expected: Option<Cause>) -> &'static str {
+    expected.map_or("answer", Cause::as_str)
+}
+
+/// The array, one row per line, so it reads in a terminal and parses as one
+/// document.
+fn print_rows_json(walked: &[Walked]) {
+    let rows: Vec<RowJson<'_>> = walked
+        .iter()
+        .map(|w| RowJson {
+            row: w.stage.row,
+            wire: w.wire(),
+            expected: expected_name(w.stage.expected),
+            outcome: match &w.outcome {
+                Outcome::Sent { result, elapsed_ms } => {
+                    RowOutcomeJson::Sent(OutcomeJson::new(result, *elapsed_ms))
+                }
+                Outcome::NotRefused => RowOutcomeJson::NotRefused { error: NOT_REFUSED },
+            },
+            redirect_target_requests: w.target_requests,
+        })
+        .collect();
+    let lines: Result<Vec<String>, _> = rows.iter().map(serde_json::to_string).collect();
+    match lines {
+        Ok(lines) => out!("[\n  {}\n]", lines.join(",\n  ")),
+        // Plain strings and numbers always serialize; fall back to one line.
+        Err(_) => print_json(&rows),
+    }
+}
+
+fn print_table(
+    walked: &[Walked],
+    scope: &str,
+    engine: &str,
+    engine_var: &str,
+    token_var: &str,
+    style: &Style,
+) {
+    out!(
+        "{} an engine of the probe's own at {engine}, a token of its own in {token_var},",
+        style.bold("meterwire tour:")
+    );
+    out!("and every row of the contract's table (CONTRACT.md §4) walked against it.");
+    out!(
+        "Reasons below drop their opening {}; {} prints them whole.",
+        style.dim(&format!(
+            "scope {scope:?}: engine at <address> (from <variable>)"
+        )),
+        style.bold("--json")
+    );
+    out!();
+    out!(
+        "{}",
+        style.bold(&format!(
+            "  {}{}{}",
+            show::pad("ROW", ROW_COLUMN),
+            show::pad("THE WIRE", WIRE_COLUMN),
+            "CAUSE"
+        ))
+    );
+    let detail = WIDTH - INDENT;
+    let lead = format!("scope {scope:?}: ");
+    for w in walked {
+        let mark = if w.as_contract_says() {
+            style.good("✓")
+        } else {
+            style.bad("✗")
+        };
+        let cause = match (&w.outcome, w.cause()) {
+            (Outcome::NotRefused, _) => style.bad("sent nothing (not refused)"),
+            (_, Some(cause)) => style.cause(cause, cause.as_str()),
+            (_, None) => style.good("answer"),
+        };
+        // A space after each column even when its text overruns the width.
+        out!(
+            "{mark} {} {} {cause}",
+            show::pad(w.stage.row, ROW_COLUMN - 1),
+            show::pad(&w.wire(), WIRE_COLUMN - 1)
+        );
+        let (first, then) = match &w.outcome {
+            Outcome::Sent {
+                result: Ok(answer), ..
+            } => (show::tame(answer.text(), true), None),
+            Outcome::Sent {
+                result: Err(refusal),
+                ..
+            } => (
+                gist(refusal.reason(), &lead).to_owned(),
+                Some(refusal.remedy()),
+            ),
+            Outcome::NotRefused => (NOT_REFUSED.to_owned(), None),
+        };
+        for line in show::wrap(&first, detail, 2) {
+            out!("{}{line}", " ".repeat(INDENT));
+        }
+        if let Some(remedy) = then {
+            for (i, line) in show::wrap(remedy, detail - 2, 2).iter().enumerate() {
+                let arrow = if i == 0 { "→ " } else { "  " };
+                out!("{}{}{line}", " ".repeat(INDENT - 2), style.dim(arrow));
+            }
+        }
+    }
+    out!();
+    let differ = walked.iter().filter(|w| !w.as_contract_says()).count();
+    if differ == 0 {
+        out!(
+            "{} {} rows, each as CONTRACT.md §4 says; the redirect's target received nothing.",
+            style.good("✓"),
+            walked.len()
+        );
+    } else {
+        out!(
+            "{} {differ} of {} rows differ from CONTRACT.md §4 (marked ✗).",
+            style.bad("✗"),
+            walked.len()
+        );
+    }
+    out!(
+        "Probe your own engine: set {engine_var} to its address and {token_var} to its token, then run\n  cargo run --example probe"
+    );
+}
+
+/// A reason without its opening `scope "…": engine at <address> (from
+/// <variable>)`, which the table's header says once for every row.
+fn gist<'r>(reason: &'r str, lead: &str) -> &'r str {
+    let Some(rest) = reason.strip_prefix(lead) else {
+        return reason;
+    };
+    if !(rest.starts_with("engine at ") || rest.starts_with("the address ")) {
+        return rest;
+    }
+    let after_from = rest
+        .find(" (from ")
+        .and_then(|at| rest[at..].find(')').map(|close| at + close + 1));
+    match after_from {
+        Some(end) => rest[end..].trim_start_matches([':', ' ']),
+        None => rest,
+    }
+}

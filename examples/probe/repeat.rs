@@ -1,0 +1,256 @@
+//! `--repeat N --concurrency C`: N sends through one transport, C in flight.
+//!
+//! One transport, cloned into every worker, because that is how a predictor
+//! uses it: one connection pool, one armed header. C workers pull send
+//! numbers from a shared counter, so the run is bounded by N whatever C is,
+//! and it stops by itself when the counter passes N.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use meterwire::{Cause, HttpTransport, Refusal};
+use serde::Serialize;
+
+use crate::show::{self, Style};
+
+/// The most sends one run makes: enough to measure, and a latency list that
+/// stays a few megabytes.
+pub const MAX_REPEAT: u64 = 1_000_000;
+
+/// The most sends in flight: one connection each, under a usual file limit.
+pub const MAX_CONCURRENCY: u64 = 1_024;
+
+/// A progress line appears only for a run that lasts longer than this.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+pub struct Summary {
+    sent: u64,
+    concurrency: u64,
+    answers: u64,
+    refusals: BTreeMap<&'static str, u64>,
+    /// The first refusal of each cause, for prose: a count says how many,
+    /// the refusal says why.
+    first: Vec<Refusal>,
+    elapsed: Duration,
+    /// Every send's latency, sorted.
+    latencies: Vec<Duration>,
+}
+
+struct Tally {
+    latencies: Vec<Duration>,
+    answers: u64,
+    refusals: HashMap<Cause, (u64, Refusal)>,
+}
+
+pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency: u64) -> Summary {
+    let next = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let printed = Arc::new(AtomicBool::new(false));
+    let progress = tokio::spawn(progress(started, sends, done.clone(), printed.clone()));
+
+    let workers: Vec<_> = (0..concurrency.min(sends))
+        .map(|_| {
+            let transport = transport.clone();
+            let body = body.clone();
+            let next = next.clone();
+            let done = done.clone();
+            tokio::spawn(async move {
+                let mut tally = Tally {
+                    latencies: Vec::new(),
+                    answers: 0,
+                    refusals: HashMap::new(),
+                };
+                // At most `sends` increments are below `sends`: the bound.
+                while next.fetch_add(1, Ordering::Relaxed) < sends {
+                    let sent_at = Instant::now();
+                    let outcome = transport.send(body.clone()).await;
+                    tally.latencies.push(sent_at.elapsed());
+                    match outcome {
+                        Ok(_) => tally.answers += 1,
+                        Err(refusal) => {
+                            tally
+                                .refusals
+                                .entry(refusal.cause())
+                                .or_insert((0, refusal))
+                                .0 += 1;
+                        }
+                    }
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                tally
+            })
+        })
+        .collect();
+
+    let mut latencies = Vec::with_capacity(usize::try_from(sends).unwrap_or(0));
+    let mut answers = 0;
+    let mut by_cause: HashMap<Cause, (u64, Refusal)> = HashMap::new();
+    for worker in workers {
+        // A worker only panics if the library does; its sends are then lost
+        // from the counts rather than the whole run.
+        let Ok(tally) = worker.await else { continue };
+        latencies.extend(tally.latencies);
+        answers += tally.answers;
+        for (cause, (count, refusal)) in tally.refusals {
+            by_cause.entry(cause).or_insert((0, refusal)).0 += count;
+        }
+    }
+    let elapsed = started.elapsed();
+    progress.abort();
+    let _ = progress.await;
+    if printed.load(Ordering::Relaxed) {
+        // Clears the progress line so the summary starts on a clean one.
+        eprint!("\r\x1b[2K");
+    }
+    latencies.sort_unstable();
+
+    let mut refusals: BTreeMap<&'static str, u64> =
+        Cause::ALL.iter().map(|cause| (cause.as_str(), 0)).collect();
+    let mut first = Vec::new();
+    for cause in Cause::ALL {
+        if let Some((count, refusal)) = by_cause.remove(&cause) {
+            refusals.insert(cause.as_str(), count);
+            first.push(refusal);
+        }
+    }
+    Summary {
+        sent: latencies.len() as u64,
+        concurrency: concurrency.min(sends),
+        answers,
+        refusals,
+        first,
+        elapsed,
+        latencies,
+    }
+}
+
+/// A live line on stderr, only on a terminal and only once the run has
+/// lasted a second; `printed` says whether it wrote anything. It ends when
+/// every send is done or when the run aborts it, whichever comes first.
+async fn progress(started: Instant, sends: u64, done: Arc<AtomicU64>, printed: Arc<AtomicBool>) {
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    tokio::time::sleep(PROGRESS_AFTER).await;
+    loop {
+        let count = done.load(Ordering::Relaxed);
+        let secs = started.elapsed().as_secs_f64();
+        {
+            // Scoped: a stderr lock must not be held across the sleep.
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\r\x1b[2K  {count}/{sends} sent, {:.1} s, {:.0} per second",
+                secs,
+                count as f64 / secs.max(f64::EPSILON)
+            );
+            let _ = err.flush();
+        }
+        printed.store(true, Ordering::Relaxed);
+        if count >= sends {
+            return;
+        }
+        tokio::time::sleep(PROGRESS_EVERY).await;
+    }
+}
+
+/// `--json` for a run.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryJson<'a> {
+    sent: u64,
+    answers: u64,
+    refusals: &'a BTreeMap<&'static str, u64>,
+    elapsed_ms: u64,
+    requests_per_second: f64,
+    latency_ms: LatencyJson,
+}
+
+#[derive(Serialize)]
+struct LatencyJson {
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+}
+
+impl Summary {
+    pub fn to_json(&self) -> SummaryJson<'_> {
+        SummaryJson {
+            sent: self.sent,
+            answers: self.answers,
+            refusals: &self.refusals,
+            elapsed_ms: crate::millis(self.elapsed),
+            requests_per_second: round(self.per_second(), 10.0),
+            latency_ms: LatencyJson {
+                p50: self.percentile_ms(50),
+                p90: self.percentile_ms(90),
+                p99: self.percentile_ms(99),
+                max: self.percentile_ms(100),
+            },
+        }
+    }
+
+    fn per_second(&self) -> f64 {
+        self.sent as f64 / self.elapsed.as_secs_f64().max(f64::EPSILON)
+    }
+
+    /// The nearest-rank percentile, in milliseconds to the hundredth.
+    fn percentile_ms(&self, p: usize) -> f64 {
+        let n = self.latencies.len();
+        if n == 0 {
+            return 0.0;
+        }
+        let rank = (p * n).div_ceil(100).clamp(1, n);
+        round(self.latencies[rank - 1].as_secs_f64() * 1000.0, 100.0)
+    }
+
+    pub fn print(&self, style: &Style) {
+        let refused: u64 = self.refusals.values().sum();
+        out!(
+            "{} sent, {} at once, in {} ms: {:.1} requests per second",
+            style.bold(&self.sent.to_string()),
+            self.concurrency,
+            crate::millis(self.elapsed),
+            self.per_second()
+        );
+        let answers = self.answers.to_string();
+        out!(
+            "  answers   {}",
+            if self.answers > 0 {
+                style.good(&answers)
+            } else {
+                answers
+            }
+        );
+        out!("  refusals  {refused}");
+        for refusal in &self.first {
+            let cause = refusal.cause();
+            let count = self.refusals.get(cause.as_str()).copied().unwrap_or(0);
+            out!(
+                "    {}  {count}  {}",
+                style.cause(cause, cause.as_str()),
+                style.dim(&format!("({}); the first said:", show::meaning(cause)))
+            );
+            out!("      {}  {}", style.bold("reason"), refusal.reason());
+            out!("      {}  {}", style.bold("remedy"), refusal.remedy());
+        }
+        out!(
+            "  latency   p50 {:.2} ms · p90 {:.2} ms · p99 {:.2} ms · max {:.2} ms",
+            self.percentile_ms(50),
+            self.percentile_ms(90),
+            self.percentile_ms(99),
+            self.percentile_ms(100)
+        );
+    }
+}
+
+fn round(value: f64, scale: f64) -> f64 {
+    (value * scale).round() / scale
+}

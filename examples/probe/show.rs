@@ -1,0 +1,177 @@
+//! Prose for a person: colour when stdout is a terminal, words that fit.
+//!
+//! Everything shown here is already concealed by the library; this module
+//! only lays it out. It never truncates what `--json` prints, and it tames
+//! control characters in engine text, because an answer is whatever the
+//! engine sent and an escape sequence in it could drive the reader's
+//! terminal.
+
+use std::io::IsTerminal;
+
+use meterwire::{Answer, Cause, Refusal};
+
+/// How much of an answer prose shows; `--json` carries it whole.
+const ANSWER_SHOWN: usize = 2_000;
+
+/// Whether to colour stdout.
+pub struct Style {
+    colour: bool,
+}
+
+impl Style {
+    /// Colour only on a terminal, and never when `NO_COLOR` is set to
+    /// anything non-empty (<https://no-color.org>).
+    pub fn for_stdout() -> Style {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+        Style {
+            colour: std::io::stdout().is_terminal() && !no_color,
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+
+    pub fn dim(&self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    pub fn good(&self, text: &str) -> String {
+        self.paint("1;32", text)
+    }
+
+    pub fn bad(&self, text: &str) -> String {
+        self.paint("1;31", text)
+    }
+
+    /// A cause in its own colour, so a column of them reads at a glance.
+    pub fn cause(&self, cause: Cause, text: &str) -> String {
+        let code = match cause {
+            Cause::NoEngine => "1;35",
+            Cause::EngineUnreachable => "1;31",
+            Cause::EngineOutOfCredit => "1;33",
+            Cause::EngineOverQuota => "1;36",
+            _ => "1",
+        };
+        self.paint(code, text)
+    }
+}
+
+pub fn print_answer(answer: &Answer, elapsed_ms: u64, style: &Style) {
+    out!(
+        "{}  HTTP {} in {elapsed_ms} ms",
+        style.good("answer"),
+        answer.status()
+    );
+    let text = answer.text();
+    let shown = meterwire::bound(text, ANSWER_SHOWN);
+    out!("{}", tame(shown, false));
+    if shown.len() < text.len() {
+        let more = text.len() - shown.len();
+        out!(
+            "{}",
+            style.dim(&format!("… {more} more bytes (--json prints it whole)"))
+        );
+    }
+}
+
+pub fn print_refusal(refusal: &Refusal, style: &Style) {
+    let cause = refusal.cause();
+    out!(
+        "{}  {}",
+        style.cause(cause, cause.as_str()),
+        style.dim(&format!("(a refusal: {})", meaning(cause)))
+    );
+    out!("  {}  {}", style.bold("reason"), refusal.reason());
+    out!("  {}  {}", style.bold("remedy"), refusal.remedy());
+    if let Some(source) = refusal.source() {
+        out!("  {}  {source}", style.bold("source"));
+    }
+}
+
+/// What a cause asks of the operator, in a few words.
+pub fn meaning(cause: Cause) -> &'static str {
+    match cause {
+        Cause::NoEngine => "set a variable",
+        Cause::EngineUnreachable => "check the address",
+        Cause::EngineOutOfCredit => "fund the account",
+        Cause::EngineOverQuota => "wait for the window",
+        _ => "see the reason",
+    }
+}
+
+/// Control characters shown as escapes rather than obeyed; line breaks and
+/// tabs kept unless `one_line`.
+pub fn tame(text: &str, one_line: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' | '\r' if one_line => out.push(' '),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a word
+/// longer than that is split), and at most `max_lines` of them: the last one
+/// kept ends in `…` when some were left out.
+pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut line_chars = 0;
+    for word in text.split(' ').filter(|word| !word.is_empty()) {
+        let mut word = word;
+        loop {
+            let word_chars = word.chars().count();
+            let gap = usize::from(line_chars > 0);
+            if line_chars + gap + word_chars <= width {
+                if gap == 1 {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                line_chars += gap + word_chars;
+                break;
+            }
+            if line_chars > 0 {
+                lines.push(std::mem::take(&mut line));
+                line_chars = 0;
+                continue;
+            }
+            // A word wider than the whole line: split it.
+            let head = meterwire::bound(word, width);
+            lines.push(head.to_owned());
+            word = &word[head.len()..];
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if line_chars > 0 {
+        lines.push(line);
+    }
+    if lines.len() > max_lines {
+        lines.truncate(max_lines);
+        if let Some(last) = lines.last_mut() {
+            let kept = meterwire::bound(last, width.saturating_sub(2)).trim_end();
+            *last = format!("{kept} …");
+        }
+    }
+    lines
+}
+
+/// `text` padded with spaces to `width` characters (never cut).
+pub fn pad(text: &str, width: usize) -> String {
+    format!("{text:<width$}")
+}

@@ -1,0 +1,755 @@
+//! The probe (CONTRACT.md §7), run as the built example in a subprocess with
+//! an environment built here rather than inherited, against engines on
+//! 127.0.0.1: its exit statuses, its JSON documents, the body it sends, the
+//! tour of `--embedded`, and that nothing it prints in any mode carries the
+//! token in any form.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use serde_json::Value;
+use wiremock::matchers::{any, method};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The token these tests hand the probe. `/` and `+` make its JSON-escaped,
+/// percent-encoded and base64 forms all differ from the raw text.
+const TOKEN: &str = "mw-probe-test/K4+q8ZtW2vR6nJ3xQ";
+
+/// The probe's own token for `--embedded`, as `examples/probe/embedded.rs`
+/// defines it; a test checks the two agree, so a renamed constant cannot
+/// turn the leak check into a check for a string nobody prints.
+const EMBEDDED_TOKEN: &str = "mw_embedded/tour+5c1d9e0a7b3f";
+
+const ENGINE_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";
+const TOKEN_VAR: &str = "CHANT_BEHAVIOUR_TOKEN";
+
+/// A probe that has not exited by then is hung, not slow.
+const HANG: Duration = Duration::from_secs(20);
+
+/// Every row the tour must walk, and the cause the contract gives it
+/// (`answer` for an answer).
+const TOUR_ROWS: [(&str, &str); 10] = [
+    ("answer", "answer"),
+    ("no token", "no-engine"),
+    ("token rejected", "no-engine"),
+    ("token forbidden", "no-engine"),
+    ("out of credit", "engine-out-of-credit"),
+    ("over quota", "engine-over-quota"),
+    ("engine failing", "engine-unreachable"),
+    ("redirect", "engine-unreachable"),
+    ("connection refused", "engine-unreachable"),
+    ("deadline", "engine-unreachable"),
+];
+
+/// The built example: `cargo test` builds examples next to `deps/`, where
+/// this test binary lives.
+fn probe_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary knows its own path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary lives in <target>/<profile>/deps");
+    let probe = profile
+        .join("examples")
+        .join(format!("probe{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        probe.is_file(),
+        "the probe example is not built at {}: run `cargo build --example probe` first \
+         (a plain `cargo test` builds it; `cargo test --test the_probe` alone does not)",
+        probe.display()
+    );
+    // `cargo test --test the_probe` alone runs whatever example was built
+    // last; a stale one would test old code without saying so.
+    let built = modified(&probe);
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/probe");
+    for entry in std::fs::read_dir(&sources).expect("examples/probe is readable") {
+        let source = entry.expect("a directory entry").path();
+        assert!(
+            modified(&source) <= built,
+            "the probe at {} is older than {}: run `cargo build --example probe` (or a plain `cargo test`)",
+            probe.display(),
+            source.display()
+        );
+    }
+    probe
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .unwrap_or_else(|error| panic!("no modification time for {}: {error}", path.display()))
+}
+
+struct Run {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn all(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+
+    /// stdout as exactly one JSON document (`from_str` rejects anything
+    /// after it but whitespace).
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not one JSON document ({error}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// Runs the probe with exactly `PATH` and `vars` in its environment.
+async fn probe(args: &[&str], vars: &[(&str, &str)]) -> Run {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    tokio::task::spawn_blocking(move || run_blocking(&args, &vars))
+        .await
+        .expect("the probe runner does not panic")
+}
+
+fn run_blocking(args: &[String], vars: &[(String, String)]) -> Run {
+    let mut command = Command::new(probe_path());
+    command
+        .env_clear()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("the probe starts");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout is piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr is piped")));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the probe can be waited on") {
+            break status;
+        }
+        if started.elapsed() > HANG {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the probe {args:?} did not exit within {HANG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Run {
+        status: status.code().expect("the probe exits with a status"),
+        stdout: stdout.join().expect("stdout drains"),
+        stderr: stderr.join().expect("stderr drains"),
+    }
+}
+
+/// An engine that answers every request with `response`.
+async fn engine(response: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(response)
+        .mount(&server)
+        .await;
+    server
+}
+
+fn json_response(status: u16, body: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_raw(body.to_owned(), "application/json")
+}
+
+/// The address and the token variables, pointing at `server`.
+fn vars_for(server: &MockServer) -> [(&'static str, String); 2] {
+    [
+        (ENGINE_VAR, format!("{}/v1", server.uri())),
+        (TOKEN_VAR, TOKEN.to_owned()),
+    ]
+}
+
+async fn probe_at(server: &MockServer, args: &[&str]) -> Run {
+    let vars = vars_for(server);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    probe(args, &vars).await
+}
+
+async fn received(server: &MockServer) -> Vec<wiremock::Request> {
+    server
+        .received_requests()
+        .await
+        .expect("request recording is on")
+}
+
+/// A loopback port nothing listens on: bound, then released.
+fn released_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    listener.local_addr().expect("a bound address").port()
+}
+
+/// A file of this test's own in the temp directory, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, bytes: &[u8]) -> TempFile {
+        let path = std::env::temp_dir().join(format!("the_probe-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).expect("the temp directory is writable");
+        TempFile(path)
+    }
+
+    fn arg(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The forms an echo of `token` can take (CONTRACT.md §5), by name.
+fn forms(token: &str) -> Vec<(&'static str, String)> {
+    let bearer = format!("Bearer {token}");
+    vec![
+        ("raw", token.to_owned()),
+        (
+            "JSON-escaped",
+            token.replace('/', "\\/").replace('+', "\\u002B"),
+        ),
+        (
+            "percent-encoded",
+            token.replace('/', "%2F").replace('+', "%2B"),
+        ),
+        (
+            "percent-encoded, lower case",
+            token.replace('/', "%2f").replace('+', "%2b"),
+        ),
+        ("base64", STANDARD.encode(token)),
+        ("base64 unpadded", STANDARD_NO_PAD.encode(token)),
+        ("base64url", URL_SAFE.encode(token)),
+        ("base64url unpadded", URL_SAFE_NO_PAD.encode(token)),
+        ("base64 of the header value", STANDARD.encode(&bearer)),
+    ]
+}
+
+/// Fails naming every form of `token` found in `output`.
+fn assert_no_token(output: &str, token: &str, what: &str) {
+    let found: Vec<&str> = forms(token)
+        .into_iter()
+        .filter(|(_, form)| output.contains(form.as_str()))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        found.is_empty(),
+        "{what} printed the token ({}):\n{output}",
+        found.join(", ")
+    );
+}
+
+#[tokio::test]
+async fn an_answer_exits_0_and_is_printed() {
+    let server = engine(json_response(200, r#"{"answer":"yes"}"#)).await;
+    let run = probe_at(&server, &[]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    assert!(run.stdout.contains(r#"{"answer":"yes"}"#), "{}", run.stdout);
+    assert!(run.stdout.contains("HTTP 200"), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn a_flag_the_probe_does_not_know_exits_2() {
+    let run = probe(&["--no-such-flag"], &[]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
+    assert!(run.stderr.contains("--no-such-flag"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn an_unreadable_body_file_exits_2_naming_it_and_sends_nothing() {
+    let server = engine(json_response(200, "{}")).await;
+    let missing = std::env::temp_dir().join("the_probe-no-such-dir/body.json");
+    let arg = format!("@{}", missing.display());
+    let run = probe_at(&server, &["--json", "--body", &arg]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
+    assert!(run.stderr.contains("--body"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&missing.display().to_string()),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(received(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn repeat_0_exits_2() {
+    let server = engine(json_response(200, "{}")).await;
+    let run = probe_at(&server, &["--repeat", "0"]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
+    assert!(run.stderr.contains("--repeat"), "{}", run.stderr);
+    assert!(received(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn concurrency_0_exits_2() {
+    let server = engine(json_response(200, "{}")).await;
+    let run = probe_at(&server, &["--repeat", "3", "--concurrency", "0"]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
+    assert!(run.stderr.contains("--concurrency"), "{}", run.stderr);
+    assert!(received(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn an_unreadable_ca_certificate_exits_2_naming_the_option() {
+    let server = engine(json_response(200, "{}")).await;
+    let missing = std::env::temp_dir().join("the_probe-no-such-dir/ca.pem");
+    let run = probe_at(&server, &["--ca-cert", &missing.display().to_string()]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
+    assert!(run.stderr.contains("--ca-cert"), "{}", run.stderr);
+    assert!(received(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_ca_certificate_that_is_not_pem_exits_2_naming_the_option() {
+    let server = engine(json_response(200, "{}")).await;
+    let file = TempFile::new("not-a-ca.pem", b"this is not a certificate\n");
+    let run = probe_at(&server, &["--ca-cert", &file.arg()]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
+    assert!(run.stderr.contains("--ca-cert"), "{}", run.stderr);
+    assert!(run.stderr.contains("PEM"), "{}", run.stderr);
+    assert!(received(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_scope_with_no_letter_or_digit_exits_2_naming_the_option() {
+    let server = engine(json_response(200, "{}")).await;
+    let run = probe_at(&server, &["--scope=--"]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
+    assert!(run.stderr.contains("--scope"), "{}", run.stderr);
+    assert!(received(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_pem_ca_certificate_is_accepted_and_the_send_goes_ahead() {
+    let server = engine(json_response(200, r#"{"answer":"yes"}"#)).await;
+    let ca = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
+        .expect("a self-signed certificate");
+    let file = TempFile::new("ca.pem", ca.cert.pem().as_bytes());
+    let run = probe_at(&server, &["--ca-cert", &file.arg()]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    assert_eq!(received(&server).await.len(), 1);
+}
+
+#[tokio::test]
+async fn the_scope_prefix_and_stem_name_the_variables_read() {
+    let server = engine(json_response(200, "{}")).await;
+    let address = format!("{}/v1", server.uri());
+    let run = probe(
+        &[
+            "--scope",
+            "my-lexicon",
+            "--prefix",
+            "ACME",
+            "--stem",
+            "METER",
+        ],
+        &[("ACME_ENGINE_MY_LEXICON", &address), ("METER_TOKEN", TOKEN)],
+    )
+    .await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let requests = received(&server).await;
+    assert_eq!(requests.len(), 1);
+    let authorization = requests[0]
+        .headers
+        .get("authorization")
+        .and_then(|value| value.to_str().ok());
+    assert_eq!(authorization, Some(format!("Bearer {TOKEN}").as_str()));
+}
+
+#[tokio::test]
+async fn timeout_ms_is_the_deadline() {
+    let server = engine(json_response(200, "{}").set_delay(Duration::from_secs(3))).await;
+    let run = probe_at(&server, &["--timeout-ms", "200"]).await;
+    assert_eq!(run.status, 4, "{}", run.all());
+    assert!(
+        run.stdout.contains("no answer within 200 ms"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[tokio::test]
+async fn max_answer_bytes_is_the_answer_cap() {
+    let server = engine(json_response(
+        200,
+        &format!(r#"{{"a":"{}"}}"#, "x".repeat(100)),
+    ))
+    .await;
+    let run = probe_at(&server, &["--max-answer-bytes", "10"]).await;
+    assert_eq!(run.status, 4, "{}", run.all());
+    assert!(run.stdout.contains("cap of 10 bytes"), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn no_token_exits_3_and_sends_nothing() {
+    let server = engine(json_response(200, "{}")).await;
+    let address = format!("{}/v1", server.uri());
+    let run = probe(&[], &[(ENGINE_VAR, &address)]).await;
+    assert_eq!(run.status, 3, "{}", run.all());
+    assert!(run.stdout.contains("no-engine"), "{}", run.stdout);
+    assert!(run.stdout.contains(TOKEN_VAR), "{}", run.stdout);
+    assert!(received(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn no_address_exits_3() {
+    let run = probe(&[], &[(TOKEN_VAR, TOKEN)]).await;
+    assert_eq!(run.status, 3, "{}", run.all());
+    assert!(run.stdout.contains(ENGINE_VAR), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn a_401_exits_3() {
+    let server = engine(ResponseTemplate::new(401).set_body_string("bad token")).await;
+    let run = probe_at(&server, &[]).await;
+    assert_eq!(run.status, 3, "{}", run.all());
+    assert!(run.stdout.contains("HTTP 401"), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn a_503_exits_4() {
+    let server = engine(ResponseTemplate::new(503).set_body_string("restarting")).await;
+    let run = probe_at(&server, &[]).await;
+    assert_eq!(run.status, 4, "{}", run.all());
+    assert!(run.stdout.contains("engine-unreachable"), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn connection_refused_exits_4() {
+    let address = format!("http://127.0.0.1:{}/v1", released_port());
+    let run = probe(&[], &[(ENGINE_VAR, &address), (TOKEN_VAR, TOKEN)]).await;
+    assert_eq!(run.status, 4, "{}", run.all());
+    assert!(run.stdout.contains("connection refused"), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn a_402_exits_5() {
+    let server = engine(json_response(402, r#"{"error":"balance is zero"}"#)).await;
+    let run = probe_at(&server, &[]).await;
+    assert_eq!(run.status, 5, "{}", run.all());
+    assert!(
+        run.stdout.contains("engine-out-of-credit"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[tokio::test]
+async fn a_429_exits_6() {
+    let server =
+        engine(json_response(429, r#"{"error":"slow down"}"#).insert_header("retry-after", "17"))
+            .await;
+    let run = probe_at(&server, &[]).await;
+    assert_eq!(run.status, 6, "{}", run.all());
+    assert!(run.stdout.contains("retry after 17"), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn help_explains_the_options_and_lists_the_exit_statuses() {
+    let run = probe(&["--help"], &[]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    for option in [
+        "--scope",
+        "--prefix",
+        "--stem",
+        "--body",
+        "--timeout-ms",
+        "--max-answer-bytes",
+        "--ca-cert",
+        "--allow-plaintext",
+        "--json",
+        "--repeat",
+        "--concurrency",
+        "--embedded",
+    ] {
+        assert!(run.stdout.contains(option), "no {option}:\n{}", run.stdout);
+    }
+    for (status, cause) in [
+        ("3", "no-engine"),
+        ("4", "engine-unreachable"),
+        ("5", "engine-out-of-credit"),
+        ("6", "engine-over-quota"),
+    ] {
+        assert!(
+            run.stdout
+                .lines()
+                .any(|line| line.trim_start().starts_with(status) && line.contains(cause)),
+            "exit status {status} ({cause}) is not listed:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[tokio::test]
+async fn json_for_an_answer_is_one_document_of_the_answer_shape() {
+    let server = engine(json_response(200, r#"{"score":0.5}"#)).await;
+    let run = probe_at(&server, &["--json"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let doc = run.json();
+    let object = doc.as_object().expect("an object");
+    let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["answer", "elapsedMs", "status"]);
+    assert_eq!(doc["answer"], r#"{"score":0.5}"#);
+    assert_eq!(doc["status"], 200);
+    assert!(doc["elapsedMs"].is_u64(), "{doc}");
+}
+
+#[tokio::test]
+async fn json_for_a_refusal_is_one_document_of_the_report_shape() {
+    let server = engine(json_response(402, r#"{"error":"balance is zero"}"#)).await;
+    let run = probe_at(&server, &["--json"]).await;
+    assert_eq!(run.status, 5, "{}", run.all());
+    let doc = run.json();
+    assert_eq!(doc["behaviour"], "v1");
+    assert_eq!(doc["refusal"]["cause"], "engine-out-of-credit");
+    assert_eq!(doc["refusal"]["source"], ENGINE_VAR);
+    let report: meterwire::Report =
+        serde_json::from_value(doc.clone()).expect("the report deserializes");
+    assert!(
+        report.refusal().reason().contains("balance is zero"),
+        "{doc}"
+    );
+    assert!(!report.refusal().remedy().is_empty(), "{doc}");
+}
+
+#[tokio::test]
+async fn a_body_file_is_sent_byte_for_byte() {
+    let server = engine(json_response(200, "{}")).await;
+    // Not UTF-8, a NUL, a CRLF and a trailing newline: bytes, not text.
+    let bytes = b"{\"q\":\"caf\xc3\xa9\"}\r\n\x00\xff\xfe trailing\n".to_vec();
+    let file = TempFile::new("body.bin", &bytes);
+    let run = probe_at(&server, &["--body", &format!("@{}", file.arg())]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let requests = received(&server).await;
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body, bytes);
+}
+
+#[tokio::test]
+async fn a_text_body_is_sent_as_given() {
+    let server = engine(json_response(200, "{}")).await;
+    let body = r#"{"question": "the next word after «once upon a»?"}"#;
+    let run = probe_at(&server, &["--body", body]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let requests = received(&server).await;
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body, body.as_bytes());
+}
+
+#[tokio::test]
+async fn repeat_json_counts_every_send_and_the_engine_receives_exactly_that_many() {
+    let server = engine(json_response(200, r#"{"answer":"yes"}"#)).await;
+    let run = probe_at(&server, &["--repeat", "20", "--concurrency", "4", "--json"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let doc = run.json();
+    assert_eq!(doc["sent"], 20, "{doc}");
+    assert_eq!(doc["answers"], 20, "{doc}");
+    let refusals = doc["refusals"].as_object().expect("refusals by cause");
+    assert!(
+        refusals.values().all(|count| count == 0),
+        "no refusals expected: {doc}"
+    );
+    assert!(doc["elapsedMs"].is_u64(), "{doc}");
+    assert!(doc["requestsPerSecond"].is_number(), "{doc}");
+    for key in ["p50", "p90", "p99", "max"] {
+        assert!(
+            doc["latencyMs"][key].is_number(),
+            "no latencyMs.{key}: {doc}"
+        );
+    }
+    let p50 = doc["latencyMs"]["p50"].as_f64().unwrap_or(f64::NAN);
+    let max = doc["latencyMs"]["max"].as_f64().unwrap_or(f64::NAN);
+    assert!(p50 <= max, "p50 above max: {doc}");
+    assert_eq!(received(&server).await.len(), 20);
+}
+
+#[tokio::test]
+async fn repeat_counts_refusals_by_cause_and_still_exits_0() {
+    let server = engine(json_response(429, r#"{"error":"slow down"}"#)).await;
+    let run = probe_at(&server, &["--repeat", "5", "--concurrency", "8", "--json"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let doc = run.json();
+    assert_eq!(doc["sent"], 5, "{doc}");
+    assert_eq!(doc["answers"], 0, "{doc}");
+    assert_eq!(doc["refusals"]["engine-over-quota"], 5, "{doc}");
+    assert_eq!(received(&server).await.len(), 5);
+}
+
+#[tokio::test]
+async fn embedded_json_walks_every_row_with_the_contract_causes() {
+    let run = probe(&["--embedded", "--json"], &[]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let doc = run.json();
+    let rows = doc.as_array().expect("an array of rows");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|row| row["row"] == name)
+            .unwrap_or_else(|| panic!("no row {name:?} in {doc}"))
+    };
+    for (name, cause) in TOUR_ROWS {
+        let row = row(name);
+        assert!(row["wire"].is_string(), "row {name} has no wire: {row}");
+        if cause == "answer" {
+            assert_eq!(row["status"], 200, "{row}");
+            assert!(row["answer"].is_string(), "{row}");
+        } else {
+            assert_eq!(row["behaviour"], "v1", "{row}");
+            assert_eq!(row["refusal"]["cause"], cause, "row {name}: {row}");
+        }
+    }
+    for (name, status) in [
+        ("token rejected", 401),
+        ("token forbidden", 403),
+        ("out of credit", 402),
+        ("over quota", 429),
+        ("engine failing", 503),
+        ("redirect", 302),
+    ] {
+        assert_eq!(row(name)["refusal"]["status"], status, "{}", row(name));
+    }
+    let reason = |name: &str| row(name)["refusal"]["reason"].as_str().map(str::to_owned);
+    assert!(reason("over quota").is_some_and(|r| r.contains("retry after")));
+    assert!(reason("deadline").is_some_and(|r| r.contains("no answer within")));
+    assert!(reason("connection refused").is_some_and(|r| r.contains("connection refused")));
+    assert_eq!(row("redirect")["redirectTargetRequests"], 0);
+}
+
+#[tokio::test]
+async fn embedded_prose_is_a_table_of_every_row_and_exits_0() {
+    let run = probe(&["--embedded"], &[]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    for (name, cause) in TOUR_ROWS {
+        assert!(
+            run.stdout
+                .lines()
+                .any(|line| line.contains(name) && line.contains(cause)),
+            "no line shows row {name:?} with {cause}:\n{}",
+            run.stdout
+        );
+    }
+    assert!(
+        run.stdout.contains("each as CONTRACT.md §4 says"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains('\x1b'),
+        "colour on a pipe:\n{}",
+        run.stdout
+    );
+}
+
+#[tokio::test]
+async fn a_single_send_never_prints_the_token_its_engine_echoes() {
+    // Engines that quote the token back as it arrived, in an answer and in
+    // the error bodies of the three refusals that read one.
+    let echo = format!("token {TOKEN} was used");
+    for response in [
+        json_response(200, &format!(r#"{{"account":"{TOKEN}"}}"#)),
+        ResponseTemplate::new(401).set_body_string(echo.clone()),
+        json_response(402, &format!(r#"{{"error":"{echo}"}}"#)),
+        ResponseTemplate::new(429).set_body_string(echo.clone()),
+    ] {
+        let server = engine(response).await;
+        for args in [&[][..], &["--json"][..]] {
+            let run = probe_at(&server, args).await;
+            assert_no_token(&run.all(), TOKEN, &format!("probe {args:?}"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_repeat_run_never_prints_the_token_its_engine_echoes() {
+    for response in [
+        json_response(200, &format!(r#"{{"account":"{TOKEN}"}}"#)),
+        ResponseTemplate::new(401).set_body_string(format!("token {TOKEN} is not valid")),
+    ] {
+        let server = engine(response).await;
+        for args in [&["--repeat", "3"][..], &["--repeat", "3", "--json"][..]] {
+            let run = probe_at(&server, args).await;
+            assert_eq!(run.status, 0, "{}", run.all());
+            assert_no_token(&run.all(), TOKEN, &format!("probe {args:?}"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_embedded_tour_never_prints_its_own_token() {
+    let source = include_str!("../examples/probe/embedded.rs");
+    assert!(
+        source.contains(&format!("\"{EMBEDDED_TOKEN}\"")),
+        "EMBEDDED_TOKEN here no longer matches the probe's own token"
+    );
+    for args in [&["--embedded"][..], &["--embedded", "--json"][..]] {
+        let run = probe(args, &[]).await;
+        assert_eq!(run.status, 0, "{}", run.all());
+        assert_no_token(&run.all(), EMBEDDED_TOKEN, &format!("probe {args:?}"));
+        // The tour's engine does echo it: the table shows where it was concealed.
+        assert!(run.stdout.contains("[redacted]"), "{}", run.stdout);
+    }
+}
+
+#[tokio::test]
+async fn a_token_echoed_in_any_encoding_is_never_printed() {
+    // Every form of CONTRACT.md §5 at once, in an answer and in the first
+    // line of an error body: what a careless engine, a proxy or a debug
+    // page quotes back.
+    let echoes: Vec<String> = forms(TOKEN).into_iter().map(|(_, form)| form).collect();
+    let line = echoes.join(" ");
+    // `\/` and `\u002B` are JSON escapes, so the answer is still JSON.
+    let answer = format!(r#"{{"echoes":"{line}"}}"#);
+    for response in [
+        json_response(200, &answer),
+        ResponseTemplate::new(401).set_body_string(line.clone()),
+        ResponseTemplate::new(402).set_body_string(line.clone()),
+    ] {
+        let server = engine(response).await;
+        for args in [&[][..], &["--json"][..]] {
+            let run = probe_at(&server, args).await;
+            assert_no_token(&run.all(), TOKEN, &format!("probe {args:?}"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_target_receives_nothing_from_a_single_send() {
+    let target = engine(json_response(200, "{}")).await;
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(
+            ResponseTemplate::new(302).insert_header("location", format!("{}/x", target.uri())),
+        )
+        .mount(&server)
+        .await;
+    let run = probe_at(&server, &["--json"]).await;
+    assert_eq!(run.status, 4, "{}", run.all());
+    assert_eq!(run.json()["refusal"]["status"], 302);
+    assert!(received(&target).await.is_empty());
+}

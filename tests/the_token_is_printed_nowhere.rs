@@ -1,0 +1,447 @@
+//! The token appears in no string the crate produces, in any encoding.
+//!
+//! An engine (or anything in front of it) can echo the token back in its
+//! body or headers, in whatever escaping its framework applies. These tests
+//! make a wiremock engine do exactly that, in every form the contract names,
+//! into every kind of refusal and into an answer, and check that nothing the
+//! caller can print (reason, remedy, `Display`, `Debug`, the JSON report,
+//! the answer text) holds any of those forms.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use meterwire::{Cause, Env, HttpTransport, Refusal};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+/// Every character a framework might escape: `+` (.NET), `/` (PHP), `<>&`
+/// (Go), quotes (HTML), `=` (base64 padding lookalike), `%` and `\`.
+const TOKEN: &str = r#"mw_live_4f+Ab/9z=Q&x<y>"z'%5\T"#;
+
+fn json_escape_every_char(token: &str, upper: bool) -> String {
+    token
+        .chars()
+        .map(|c| {
+            if upper {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                format!("\\u{:04x}", c as u32)
+            }
+        })
+        .collect()
+}
+
+/// The escaping a JSON encoder applies, configurable per character class.
+fn json_escape_some(token: &str, slash: bool, html: bool, plus: bool) -> String {
+    let mut out = String::new();
+    for c in token.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '/' if slash => out.push_str("\\/"),
+            '<' | '>' | '&' | '\'' if html => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '+' if plus => out.push_str("\\u002B"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn percent_every_byte(token: &str, upper: bool) -> String {
+    token
+        .bytes()
+        .map(|b| {
+            if upper {
+                format!("%{b:02X}")
+            } else {
+                format!("%{b:02x}")
+            }
+        })
+        .collect()
+}
+
+/// What `encodeURIComponent` does: unreserved characters stay literal.
+fn percent_component(token: &str) -> String {
+    token
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn html_decimal(token: &str) -> String {
+    token.chars().map(|c| format!("&#{};", c as u32)).collect()
+}
+
+fn html_hex(token: &str, upper: bool) -> String {
+    token
+        .chars()
+        .map(|c| {
+            if upper {
+                format!("&#X{:X};", c as u32)
+            } else {
+                format!("&#x{:x};", c as u32)
+            }
+        })
+        .collect()
+}
+
+fn html_named(token: &str) -> String {
+    let mut out = String::new();
+    for c in token.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Half the characters JSON-escaped, half percent-encoded: one occurrence,
+/// two families.
+fn mixture(token: &str) -> String {
+    token
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 0 {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                format!("%{:02x}", c as u32)
+            }
+        })
+        .collect()
+}
+
+/// Every form of the token an echo can take, named for failure messages.
+fn forms() -> Vec<(&'static str, String)> {
+    let mut forms = vec![
+        ("raw", TOKEN.to_owned()),
+        (
+            "json as serde writes it",
+            json_escape_some(TOKEN, false, false, false),
+        ),
+        (
+            "json, PHP style",
+            json_escape_some(TOKEN, true, false, false),
+        ),
+        (
+            "json, Go style",
+            json_escape_some(TOKEN, false, true, false),
+        ),
+        (".NET style", json_escape_some(TOKEN, false, true, true)),
+        (
+            "json, every char, upper hex",
+            json_escape_every_char(TOKEN, true),
+        ),
+        (
+            "json, every char, lower hex",
+            json_escape_every_char(TOKEN, false),
+        ),
+        (
+            "percent, every byte, upper",
+            percent_every_byte(TOKEN, true),
+        ),
+        (
+            "percent, every byte, lower",
+            percent_every_byte(TOKEN, false),
+        ),
+        ("percent, component", percent_component(TOKEN)),
+        ("html decimal", html_decimal(TOKEN)),
+        ("html hex lower", html_hex(TOKEN, false)),
+        ("html hex upper", html_hex(TOKEN, true)),
+        ("html named", html_named(TOKEN)),
+        ("json and percent mixed", mixture(TOKEN)),
+    ];
+    for (prefix_name, prefix) in [
+        ("", ""),
+        ("Bearer ", "Bearer "),
+        ("user:", "user:"),
+        ("x", "x"),
+        ("xy", "xy"),
+    ] {
+        let plain = format!("{prefix}{TOKEN}");
+        let name: &'static str =
+            Box::leak(format!("base64 of {prefix_name:?}+token").into_boxed_str());
+        forms.push((name, STANDARD.encode(&plain)));
+        let name: &'static str =
+            Box::leak(format!("base64 unpadded of {prefix_name:?}+token").into_boxed_str());
+        forms.push((name, STANDARD_NO_PAD.encode(&plain)));
+        let name: &'static str =
+            Box::leak(format!("base64url of {prefix_name:?}+token").into_boxed_str());
+        forms.push((name, URL_SAFE.encode(&plain)));
+        let name: &'static str =
+            Box::leak(format!("base64url unpadded of {prefix_name:?}+token").into_boxed_str());
+        forms.push((name, URL_SAFE_NO_PAD.encode(&plain)));
+    }
+    forms
+}
+
+/// Fails naming the form when `text` holds any form of the token, or the
+/// token's base64 core (what survives of an encoded token wherever it sat).
+fn assert_no_form(what: &str, text: &str) {
+    for (name, form) in forms() {
+        assert!(
+            !text.contains(&form),
+            "{what} holds the token as {name}:\n{text}"
+        );
+    }
+    for core in [STANDARD_NO_PAD.encode(TOKEN), URL_SAFE_NO_PAD.encode(TOKEN)] {
+        let core = &core[..core.len() - 2];
+        assert!(
+            !text.contains(core),
+            "{what} holds the token's base64 core:\n{text}"
+        );
+    }
+}
+
+fn assert_refusal_clean(context: &str, refusal: &Refusal) {
+    assert_no_form(&format!("{context}: reason"), refusal.reason());
+    assert_no_form(&format!("{context}: remedy"), refusal.remedy());
+    assert_no_form(&format!("{context}: Display"), &refusal.to_string());
+    assert_no_form(&format!("{context}: Debug"), &format!("{refusal:?}"));
+    assert_no_form(&format!("{context}: report"), &refusal.report().to_json());
+}
+
+/// An engine that answers whatever the request body asks for: the status,
+/// and which form of the token to echo into the body and headers.
+async fn echoing_engine() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &Request| {
+            let ask: serde_json::Value =
+                serde_json::from_slice(&request.body).unwrap_or(serde_json::Value::Null);
+            let status = ask["status"].as_u64().unwrap_or(500) as u16;
+            let index = ask["form"].as_u64().unwrap_or(0) as usize;
+            let form = forms()
+                .into_iter()
+                .nth(index)
+                .map(|(_, form)| form)
+                .unwrap_or_default();
+            let body = match ask["shape"].as_str() {
+                Some("json") => {
+                    serde_json::json!({ "error": { "message": format!("token {form} refused") } })
+                        .to_string()
+                }
+                _ => format!("the engine saw the token {form} and said no\nsecond line {form}"),
+            };
+            ResponseTemplate::new(status)
+                .insert_header("retry-after", form.as_str())
+                .insert_header(
+                    "location",
+                    format!("https://elsewhere.example/callback?t={form}").as_str(),
+                )
+                .insert_header("x-request-id", form.as_str())
+                .insert_header(
+                    "www-authenticate",
+                    format!("Bearer error=\"invalid_token\", error_description=\"{form}\"")
+                        .as_str(),
+                )
+                .set_body_string(body)
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+fn transport(server: &MockServer) -> HttpTransport {
+    HttpTransport::builder("leaks")
+        .env(Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
+            ("CHANT_BEHAVIOUR_TOKEN", TOKEN.to_owned()),
+        ]))
+        .deadline(Duration::from_secs(10))
+        .build()
+        .expect("a valid configuration builds")
+}
+
+#[tokio::test]
+async fn no_refusal_holds_the_token_in_any_form_the_engine_echoes() {
+    let server = echoing_engine().await;
+    let transport = transport(&server);
+    let statuses = [
+        (401, Cause::NoEngine),
+        (403, Cause::NoEngine),
+        (402, Cause::EngineOutOfCredit),
+        (429, Cause::EngineOverQuota),
+        (302, Cause::EngineUnreachable),
+        (404, Cause::EngineUnreachable),
+        (500, Cause::EngineUnreachable),
+        (503, Cause::EngineUnreachable),
+    ];
+    for (index, (name, _)) in forms().iter().enumerate() {
+        for (status, cause) in statuses {
+            for shape in ["text", "json"] {
+                let ask = serde_json::json!({ "status": status, "form": index, "shape": shape });
+                let refusal = transport
+                    .send(ask.to_string())
+                    .await
+                    .expect_err("a non-2xx status is a refusal");
+                assert_eq!(refusal.cause(), cause, "HTTP {status}");
+                assert_refusal_clean(
+                    &format!("HTTP {status}, {shape} body, token as {name}"),
+                    &refusal,
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_answer_that_echoes_the_token_holds_none_of_its_forms() {
+    let server = echoing_engine().await;
+    let transport = transport(&server);
+    for (index, (name, _)) in forms().iter().enumerate() {
+        let ask = serde_json::json!({ "status": 200, "form": index, "shape": "json" });
+        let answer = transport
+            .send(ask.to_string())
+            .await
+            .expect("a 200 is an answer");
+        assert_no_form(
+            &format!("answer echoing the token as {name}"),
+            answer.text(),
+        );
+        assert!(
+            answer.text().contains("[redacted]"),
+            "the echo was replaced: {}",
+            answer.text()
+        );
+        assert_no_form(
+            &format!("answer Debug, token as {name}"),
+            &format!("{answer:?}"),
+        );
+    }
+}
+
+/// A token cut by a bound would leave its first characters behind; the
+/// concealer runs first, so no prefix of four or more characters survives.
+#[tokio::test]
+async fn a_token_straddling_the_bounds_leaves_no_part_of_itself() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &Request| {
+            let text = String::from_utf8_lossy(&request.body).into_owned();
+            let (filler, count) = text.split_once(':').unwrap_or(("a", "0"));
+            let count: usize = count.parse().unwrap_or(0);
+            ResponseTemplate::new(402).set_body_string(format!(
+                "{}{TOKEN} and more words after it",
+                filler.repeat(count)
+            ))
+        })
+        .mount(&server)
+        .await;
+    let transport = transport(&server);
+    let prefixes: Vec<&str> = (4..TOKEN.len()).map(|n| &TOKEN[..n]).collect();
+    for filler in ["a", "é", "🦀"] {
+        for count in (180..=220).chain(280..=320) {
+            let refusal = transport
+                .send(format!("{filler}:{count}"))
+                .await
+                .expect_err("402 is a refusal");
+            assert!(refusal.reason().chars().count() < 1000);
+            for prefix in &prefixes {
+                assert!(
+                    !refusal.reason().contains(prefix),
+                    "{count} × {filler:?} then the token left {prefix:?} behind:\n{}",
+                    refusal.reason()
+                );
+            }
+        }
+    }
+}
+
+/// The head of an error body is read only so far; an echo cut at that limit
+/// must not leave the token's first characters behind either.
+#[tokio::test]
+async fn a_token_cut_by_the_read_limit_leaves_no_part_of_itself() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &Request| {
+            let count: usize = String::from_utf8_lossy(&request.body).parse().unwrap_or(0);
+            ResponseTemplate::new(500).set_body_string(format!(
+                "{}{TOKEN}{}",
+                "\n".repeat(count),
+                "z".repeat(70_000)
+            ))
+        })
+        .mount(&server)
+        .await;
+    let transport = transport(&server);
+    for count in [65_536 - 10, 65_536 - 6, 65_536 - 4, 65_536 - 1] {
+        let refusal = transport
+            .send(count.to_string())
+            .await
+            .expect_err("500 is a refusal");
+        assert!(refusal.reason().contains("HTTP 500"));
+        for n in 4..TOKEN.len() {
+            assert!(
+                !refusal.reason().contains(&TOKEN[..n]),
+                "{count} line breaks then the token left {:?} behind:\n{}",
+                &TOKEN[..n],
+                refusal.reason()
+            );
+        }
+    }
+}
+
+#[test]
+fn nothing_built_from_the_token_prints_it() {
+    let env = Env::from_pairs([
+        (
+            "CHANT_BEHAVIOUR_ENGINE",
+            "https://engine.example/v1".to_owned(),
+        ),
+        ("CHANT_BEHAVIOUR_TOKEN", TOKEN.to_owned()),
+    ]);
+    assert_no_form("Env Debug", &format!("{env:?}"));
+    let transport = HttpTransport::builder("leaks")
+        .env(env.clone())
+        .build()
+        .expect("builds");
+    assert_no_form("HttpTransport Debug", &format!("{transport:?}"));
+    assert_no_form("Concealer Debug", &format!("{:?}", transport.concealer()));
+    let token = meterwire::Naming::default()
+        .token_chain("leaks")
+        .resolve(&env)
+        .expect("usable")
+        .expect("present");
+    assert_no_form("Token Debug", &format!("{token:?}"));
+}
+
+/// A credential-named variable in the snapshot is as secret as the token:
+/// an engine echoing it gets it concealed too.
+#[tokio::test]
+async fn a_credential_named_variable_echoed_by_the_engine_is_concealed() {
+    const OTHER: &str = "db-password-0123456789";
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(500).set_body_string(format!("connect failed: {OTHER}")),
+        )
+        .mount(&server)
+        .await;
+    let transport = HttpTransport::builder("leaks")
+        .env(Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
+            ("CHANT_BEHAVIOUR_TOKEN", TOKEN.to_owned()),
+            ("DATABASE_PASSWORD", OTHER.to_owned()),
+        ]))
+        .build()
+        .expect("builds");
+    let refusal = transport.send("{}").await.expect_err("500 is a refusal");
+    assert!(!refusal.to_string().contains(OTHER), "{refusal}");
+    assert!(
+        refusal.reason().contains("connect failed: [redacted]"),
+        "{refusal}"
+    );
+}
