@@ -23,7 +23,9 @@ pub(crate) const WORDS_LIMIT: usize = 200;
 /// when the body says nothing.
 pub(crate) fn engine_words(body: &[u8], concealer: &Concealer) -> Option<String> {
     let text = String::from_utf8_lossy(body);
-    let line = json_message(&text).unwrap_or_else(|| first_line(&text).to_owned());
+    let line = json_message(&text)
+        .or_else(|| html_text(&text))
+        .unwrap_or_else(|| first_line(&text).to_owned());
     let line = tame(&line);
     let scrubbed = concealer.scrub(&line);
     let words = bound(scrubbed.trim(), WORDS_LIMIT).trim_end();
@@ -77,6 +79,84 @@ fn json_message(text: &str) -> Option<String> {
     text_at(&value, "message").or_else(|| text_at(&value, "title"))
 }
 
+/// The words of an HTML error page: its `<title>`, else its first line of
+/// text outside markup, `<script>` and `<style>`. Hand-written rather than a
+/// parser dependency: only the first words of at most 64 KiB are wanted, and
+/// a malformed page must still yield something or nothing, never an error.
+fn html_text(text: &str) -> Option<String> {
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('<') {
+        return None;
+    }
+    let lower = trimmed.to_ascii_lowercase();
+    let looks_html = [
+        "<!doctype html",
+        "<html",
+        "<head",
+        "<body",
+        "<title",
+        "<h1",
+        "<p>",
+        "<div",
+    ]
+    .iter()
+    .any(|tag| lower.starts_with(tag));
+    if !looks_html {
+        return None;
+    }
+    if let Some(start) = lower.find("<title") {
+        let open_end = lower[start..].find('>').map(|i| start + i + 1);
+        if let Some(open_end) = open_end {
+            let close = lower[open_end..]
+                .find("</title")
+                .map_or(lower.len(), |i| open_end + i);
+            // `lower` has the same byte offsets as `trimmed`: ASCII lowering
+            // changes no lengths.
+            let title = unescape_html(trimmed.get(open_end..close).unwrap_or(""));
+            let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !title.is_empty() {
+                return Some(title);
+            }
+        }
+    }
+    // The first text outside tags. `lower` has the same byte offsets as
+    // `trimmed` (ASCII lowering changes no lengths), so one lowered copy
+    // serves every case-insensitive search and the walk stays linear.
+    let mut at = 0;
+    loop {
+        let open = lower[at..].find('<').map_or(lower.len(), |i| at + i);
+        let line = unescape_html(first_line(trimmed.get(at..open).unwrap_or("")));
+        if !line.is_empty() {
+            return Some(line);
+        }
+        if open >= lower.len() {
+            return None;
+        }
+        let from = match ["script", "style"]
+            .into_iter()
+            .find(|name| lower[open + 1..].starts_with(name))
+        {
+            // An unclosed script runs to the end of what was read.
+            Some(name) => open + lower[open..].find(&format!("</{name}"))? + 2,
+            None => open + 1,
+        };
+        at = lower[from..]
+            .find('>')
+            .map_or(lower.len(), |close| from + close + 1);
+    }
+}
+
+/// The few character references an error page's words use. The concealer
+/// decodes every form on its own; this is only for legibility.
+fn unescape_html(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&")
+}
+
 /// Control characters (line breaks, escapes, NUL) become spaces.
 fn tame(text: &str) -> String {
     text.chars()
@@ -108,6 +188,37 @@ mod tests {
             engine_words(problem, &concealer).as_deref(),
             Some("Payment Required: top up")
         );
+    }
+
+    #[test]
+    fn an_html_page_yields_its_title() {
+        let page = b"<!DOCTYPE html><html><head><title>502 Bad Gateway &amp; more</title></head><body><h1>502</h1></body></html>";
+        assert_eq!(
+            engine_words(page, &Concealer::new([])).as_deref(),
+            Some("502 Bad Gateway & more")
+        );
+    }
+
+    #[test]
+    fn an_html_page_without_a_title_yields_its_first_text() {
+        let page = b"<html><head><style>h1 { color: red }</style><script>var x = 1;</script></head>\n<body>\n<h1>Payment required</h1><p>Top up.</p></body></html>";
+        assert_eq!(
+            engine_words(page, &Concealer::new([])).as_deref(),
+            Some("Payment required")
+        );
+    }
+
+    #[test]
+    fn broken_html_never_panics() {
+        for page in [
+            "<html><title>",
+            "<html><script>",
+            "<html",
+            "<html>é<",
+            "<html><title>🦀",
+        ] {
+            let _ = engine_words(page.as_bytes(), &Concealer::new([]));
+        }
     }
 
     #[test]

@@ -77,6 +77,7 @@ mod child;
 mod conceal;
 mod detail;
 mod env;
+mod hints;
 mod naming;
 mod refusal;
 mod token;
@@ -94,4 +95,4 @@ pub use transport::{
     Answer, BoxFuture, BuildError, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
     HttpTransportBuilder, Transport, USER_AGENT,
 };
-pub use wire::{Failure, Site, refusal_for_failure, refusal_for_status};
+pub use wire::{Failure, Site, refusal_for_failure, refusal_for_status, refusal_for_status_at};

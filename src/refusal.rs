@@ -10,6 +10,7 @@
 //! `refusal.remedy` and ignore fields they do not know.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,15 @@ pub struct Refusal {
     source: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     status: Option<u16>,
+    #[serde(
+        default,
+        rename = "retryAfter",
+        skip_serializing_if = "Option::is_none",
+        with = "seconds"
+    )]
+    retry_after: Option<Duration>,
+    #[serde(default, rename = "requestId", skip_serializing_if = "Option::is_none")]
+    request_id: Option<String>,
 }
 
 impl Refusal {
@@ -107,12 +117,27 @@ impl Refusal {
             remedy: remedy.into(),
             source,
             status: None,
+            retry_after: None,
+            request_id: None,
         }
     }
 
     /// The same refusal, recording the HTTP status the engine answered.
     pub fn with_status(mut self, status: u16) -> Refusal {
         self.status = Some(status);
+        self
+    }
+
+    /// The same refusal, recording how long the engine asked the caller to
+    /// wait.
+    pub fn with_retry_after(mut self, delay: Duration) -> Refusal {
+        self.retry_after = Some(delay);
+        self
+    }
+
+    /// The same refusal, recording the engine's id for the request.
+    pub fn with_request_id(mut self, id: impl Into<String>) -> Refusal {
+        self.request_id = Some(id.into());
         self
     }
 
@@ -142,6 +167,21 @@ impl Refusal {
         self.status
     }
 
+    /// How long the engine asked the caller to wait before sending again,
+    /// from `retry-after-ms`, `retry-after` (seconds or an HTTP-date; a date
+    /// in the past is zero) or a `RateLimit` reset, when it sent one that
+    /// parses. In the report: `retryAfter`, in seconds.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// The engine's id for the request (`x-request-id`, `request-id`, …),
+    /// concealed and bounded, for its support desk. In the report:
+    /// `requestId`.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
+    }
+
     /// The report of this refusal: `{"behaviour": "v1", "refusal": {…}}`.
     pub fn report(&self) -> Report {
         Report {
@@ -155,6 +195,7 @@ impl Refusal {
     pub(crate) fn map_text(mut self, mut f: impl FnMut(&str) -> String) -> Refusal {
         self.reason = f(&self.reason);
         self.remedy = f(&self.remedy);
+        self.request_id = self.request_id.map(|id| f(&id));
         self
     }
 }
@@ -197,5 +238,37 @@ impl Report {
         // Serializing plain strings and integers to a String cannot fail;
         // the fallback keeps this total anyway.
         serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+}
+
+/// `retryAfter` as a number of seconds: a whole number when the delay is
+/// whole seconds, else a fraction.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        delay: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match delay {
+            Some(delay) if delay.subsec_nanos() == 0 => serializer.serialize_u64(delay.as_secs()),
+            Some(delay) => serializer.serialize_f64(delay.as_secs_f64()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let seconds = Option::<f64>::deserialize(deserializer)?;
+        seconds
+            .map(|s| {
+                Duration::try_from_secs_f64(s).map_err(|_| {
+                    serde::de::Error::custom("retryAfter must be a non-negative number of seconds")
+                })
+            })
+            .transpose()
     }
 }

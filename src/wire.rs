@@ -18,10 +18,13 @@
 //! reason and remedy pass through the concealer once more and are bounded
 //! last, so no bound can cut a token in half.
 
+use std::time::{Duration, SystemTime};
+
 use reqwest::header::{HeaderMap, LOCATION, RETRY_AFTER};
 
 use crate::conceal::bound;
 use crate::detail::{engine_value, engine_words};
+use crate::hints;
 use crate::{Address, Cause, Concealer, Naming, Refusal};
 
 /// Every reason stays under this many characters, whatever the engine sends.
@@ -32,6 +35,10 @@ const SCOPE_LIMIT: usize = 64;
 const ADDRESS_LIMIT: usize = 200;
 /// How much of an echoed header a reason quotes.
 const HEADER_LIMIT: usize = 64;
+/// How much of a request id a reason quotes.
+const REQUEST_ID_LIMIT: usize = 100;
+/// How much of an `error_description` a reason quotes.
+const DESCRIPTION_LIMIT: usize = 200;
 
 /// Where a call was going: the scope, the naming, the address and the
 /// variable holding the token, and the concealer for everything that came
@@ -154,6 +161,18 @@ pub fn refusal_for_status(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Option<Refusal> {
+    refusal_for_status_at(site, status, headers, body, SystemTime::now())
+}
+
+/// [`refusal_for_status`] with the clock given: `now` is what an HTTP-date
+/// in `retry-after` is measured from when the response has no `date` header.
+pub fn refusal_for_status_at(
+    site: &Site,
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: SystemTime,
+) -> Option<Refusal> {
     if (200..300).contains(&status) {
         return None;
     }
@@ -161,50 +180,75 @@ pub fn refusal_for_status(
         Some(words) => format!("; the engine said: \"{words}\""),
         None => String::new(),
     };
+    let request_id = hints::request_id(headers)
+        .map(|id| engine_value(id, &site.concealer, REQUEST_ID_LIMIT))
+        .filter(|id| !id.is_empty());
+    let request = match &request_id {
+        Some(id) => format!("; request id {id}"),
+        None => String::new(),
+    };
+    let delay = hints::retry_delay(headers, now);
+    let retry = match (headers.get(RETRY_AFTER), delay) {
+        (Some(value), _) => format!(
+            "; retry after {}",
+            engine_value(value.as_bytes(), &site.concealer, HEADER_LIMIT)
+        ),
+        (None, Some(delay)) => format!("; retry after {}", seconds_phrase(delay)),
+        (None, None) => String::new(),
+    };
     let at = site.at();
     let token = site.token_source();
     let address_source = Some(site.address.source().to_owned());
     let refusal = match status {
-        401 | 403 => Refusal::new(
-            Cause::NoEngine,
-            format!(
-                "{at} answered HTTP {status}: the engine rejected the token held in {token}{said}"
-            ),
-            format!(
-                "set {token} to a token the engine at {} accepts",
-                site.address.host()
-            ),
-            Some(token.to_owned()),
-        ),
-        402 => Refusal::new(
-            Cause::EngineOutOfCredit,
-            format!(
-                "{at} answered HTTP 402: the account billed through the token in {token} is out of credit{said}"
-            ),
-            format!(
-                "add credit to (fund) the account of the token in {token}, or set {token} to a token whose account has credit"
-            ),
-            address_source,
-        ),
-        429 => {
-            let retry = match headers.get(RETRY_AFTER) {
-                Some(value) => format!(
-                    "; retry after {}",
-                    engine_value(value.as_bytes(), &site.concealer, HEADER_LIMIT)
+        401 | 403 => {
+            let challenge = hints::bearer_challenge(headers);
+            let diagnosis = challenge
+                .as_ref()
+                .map(|challenge| diagnose(challenge, &site.concealer))
+                .unwrap_or_default();
+            let with_scope = match challenge.as_ref().and_then(|c| c.scope.as_deref()) {
+                Some(scope) => format!(
+                    " (one with the scope \"{}\")",
+                    engine_value(scope.as_bytes(), &site.concealer, HEADER_LIMIT)
                 ),
                 None => String::new(),
             };
             Refusal::new(
-                Cause::EngineOverQuota,
+                Cause::NoEngine,
                 format!(
-                    "{at} answered HTTP 429: the account of the token in {token} is over a quota or rate limit{retry}{said}"
+                    "{at} answered HTTP {status}: the engine rejected the token held in {token}{diagnosis}{request}{said}"
                 ),
                 format!(
-                    "wait for the engine's limit window to pass before sending again, or set {token} to a token with a limit of its own"
+                    "set {token} to a token the engine at {} accepts{with_scope}",
+                    site.address.host()
                 ),
-                address_source,
+                Some(token.to_owned()),
             )
         }
+        402 => Refusal::new(
+            Cause::EngineOutOfCredit,
+            format!(
+                "{at} answered HTTP 402: the account billed through the token in {token} is out of credit{request}{said}"
+            ),
+            format!(
+                "fund the account the token in {token} bills (add credit to it), or set {token} to a token whose account has credit"
+            ),
+            address_source,
+        ),
+        429 => Refusal::new(
+            Cause::EngineOverQuota,
+            format!(
+                "{at} answered HTTP 429: the account of the token in {token} is over a quota or rate limit{retry}{request}{said}"
+            ),
+            format!(
+                "wait for the engine's limit window to pass{} before sending again, or set {token} to a token with a limit of its own",
+                match delay {
+                    Some(delay) => format!(" (it asks for {})", seconds_phrase(delay)),
+                    None => String::new(),
+                }
+            ),
+            address_source,
+        ),
         300..=399 => {
             let to = match headers.get(LOCATION) {
                 Some(location) => format!(
@@ -216,7 +260,7 @@ pub fn refusal_for_status(
             Refusal::new(
                 Cause::EngineUnreachable,
                 format!(
-                    "{at} answered HTTP {status}, a redirect{to}, instead of an answer; redirects are not followed, so the token never reaches a host the engine names{said}"
+                    "{at} answered HTTP {status}, a redirect{to}, instead of an answer; redirects are not followed, so the token never reaches a host the engine names{request}{said}"
                 ),
                 format!(
                     "set {} to the address the engine answers at itself, without a redirect",
@@ -234,14 +278,66 @@ pub fn refusal_for_status(
             Refusal::new(
                 Cause::EngineUnreachable,
                 format!(
-                    "{at} answered HTTP {status} instead of an answer: {kind}, so it did not answer the question{said}"
+                    "{at} answered HTTP {status} instead of an answer: {kind}, so it did not answer the question{retry}{request}{said}"
                 ),
                 site.check_address_remedy(),
                 address_source,
             )
         }
     };
-    Some(site.seal(refusal.with_status(status)))
+    let mut refusal = refusal.with_status(status);
+    if let Some(delay) = delay {
+        refusal = refusal.with_retry_after(delay);
+    }
+    if let Some(id) = request_id {
+        refusal = refusal.with_request_id(id);
+    }
+    Some(site.seal(refusal))
+}
+
+/// What a `Bearer` challenge says about the rejected token, in words an
+/// operator can tell apart: expired or revoked, missing a scope, malformed.
+fn diagnose(challenge: &hints::BearerChallenge, concealer: &Concealer) -> String {
+    let value = |text: &str, limit| engine_value(text.as_bytes(), concealer, limit);
+    let mut said = match challenge.error.as_deref() {
+        Some("invalid_token") => {
+            "; the engine says the token is invalid, expired or revoked (invalid_token)".to_owned()
+        }
+        Some("insufficient_scope") => match challenge.scope.as_deref() {
+            Some(scope) => format!(
+                "; the engine says the token lacks the scope \"{}\" (insufficient_scope)",
+                value(scope, HEADER_LIMIT)
+            ),
+            None => {
+                "; the engine says the token lacks a scope it needs (insufficient_scope)".to_owned()
+            }
+        },
+        Some("invalid_request") => {
+            "; the engine says the request's credentials are malformed (invalid_request)".to_owned()
+        }
+        Some(other) => format!(
+            "; the engine's challenge says error \"{}\"",
+            value(other, HEADER_LIMIT)
+        ),
+        None => String::new(),
+    };
+    if let Some(description) = challenge.description.as_deref() {
+        let description = value(description, DESCRIPTION_LIMIT);
+        if !description.is_empty() {
+            said.push_str(&format!(": \"{description}\""));
+        }
+    }
+    said
+}
+
+/// `15 s`, `1.5 s`: a delay the engine gave in a header other than
+/// `retry-after`, where there is no value "as sent" to echo.
+fn seconds_phrase(delay: Duration) -> String {
+    if delay.subsec_millis() == 0 {
+        format!("{} s", delay.as_secs())
+    } else {
+        format!("{:.3} s", delay.as_secs_f64())
+    }
 }
 
 /// A `location` as a reason shows it: the host (and port) of an absolute
