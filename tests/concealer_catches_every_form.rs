@@ -515,7 +515,10 @@ fn scrub_replaces_bearer_and_basic_credentials() {
         "header basic [redacted]\nnext"
     );
     assert_eq!(concealer.scrub("BEARER xyz9 end"), "BEARER [redacted] end");
-    assert_eq!(concealer.scrub("Bearer AbcDef end"), "Bearer [redacted] end");
+    assert_eq!(
+        concealer.scrub("Bearer AbcDef end"),
+        "Bearer [redacted] end"
+    );
 }
 
 #[test]
