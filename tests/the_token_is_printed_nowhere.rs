@@ -9,209 +9,16 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-use meterwire::{Cause, Env, HttpTransport, Refusal};
+mod support;
+
+use meterwire::{Cause, Env, HttpTransport};
+use support::forms::{assert_no_form, assert_refusal_clean, forms};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 /// Every character a framework might escape: `+` (.NET), `/` (PHP), `<>&`
 /// (Go), quotes (HTML), `=` (base64 padding lookalike), `%` and `\`.
 const TOKEN: &str = r#"mw_live_4f+Ab/9z=Q&x<y>"z'%5\T"#;
-
-fn json_escape_every_char(token: &str, upper: bool) -> String {
-    token
-        .chars()
-        .map(|c| {
-            if upper {
-                format!("\\u{:04X}", c as u32)
-            } else {
-                format!("\\u{:04x}", c as u32)
-            }
-        })
-        .collect()
-}
-
-/// The escaping a JSON encoder applies, configurable per character class.
-fn json_escape_some(token: &str, slash: bool, html: bool, plus: bool) -> String {
-    let mut out = String::new();
-    for c in token.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '/' if slash => out.push_str("\\/"),
-            '<' | '>' | '&' | '\'' if html => out.push_str(&format!("\\u{:04x}", c as u32)),
-            '+' if plus => out.push_str("\\u002B"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-fn percent_every_byte(token: &str, upper: bool) -> String {
-    token
-        .bytes()
-        .map(|b| {
-            if upper {
-                format!("%{b:02X}")
-            } else {
-                format!("%{b:02x}")
-            }
-        })
-        .collect()
-}
-
-/// What `encodeURIComponent` does: unreserved characters stay literal.
-fn percent_component(token: &str) -> String {
-    token
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-fn html_decimal(token: &str) -> String {
-    token.chars().map(|c| format!("&#{};", c as u32)).collect()
-}
-
-fn html_hex(token: &str, upper: bool) -> String {
-    token
-        .chars()
-        .map(|c| {
-            if upper {
-                format!("&#X{:X};", c as u32)
-            } else {
-                format!("&#x{:x};", c as u32)
-            }
-        })
-        .collect()
-}
-
-fn html_named(token: &str) -> String {
-    let mut out = String::new();
-    for c in token.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Half the characters JSON-escaped, half percent-encoded: one occurrence,
-/// two families.
-fn mixture(token: &str) -> String {
-    token
-        .chars()
-        .enumerate()
-        .map(|(i, c)| {
-            if i % 2 == 0 {
-                format!("\\u{:04X}", c as u32)
-            } else {
-                format!("%{:02x}", c as u32)
-            }
-        })
-        .collect()
-}
-
-/// Every form of the token an echo can take, named for failure messages.
-fn forms() -> Vec<(&'static str, String)> {
-    let mut forms = vec![
-        ("raw", TOKEN.to_owned()),
-        (
-            "json as serde writes it",
-            json_escape_some(TOKEN, false, false, false),
-        ),
-        (
-            "json, PHP style",
-            json_escape_some(TOKEN, true, false, false),
-        ),
-        (
-            "json, Go style",
-            json_escape_some(TOKEN, false, true, false),
-        ),
-        (".NET style", json_escape_some(TOKEN, false, true, true)),
-        (
-            "json, every char, upper hex",
-            json_escape_every_char(TOKEN, true),
-        ),
-        (
-            "json, every char, lower hex",
-            json_escape_every_char(TOKEN, false),
-        ),
-        (
-            "percent, every byte, upper",
-            percent_every_byte(TOKEN, true),
-        ),
-        (
-            "percent, every byte, lower",
-            percent_every_byte(TOKEN, false),
-        ),
-        ("percent, component", percent_component(TOKEN)),
-        ("html decimal", html_decimal(TOKEN)),
-        ("html hex lower", html_hex(TOKEN, false)),
-        ("html hex upper", html_hex(TOKEN, true)),
-        ("html named", html_named(TOKEN)),
-        ("json and percent mixed", mixture(TOKEN)),
-    ];
-    for (prefix_name, prefix) in [
-        ("", ""),
-        ("Bearer ", "Bearer "),
-        ("user:", "user:"),
-        ("x", "x"),
-        ("xy", "xy"),
-    ] {
-        let plain = format!("{prefix}{TOKEN}");
-        let name: &'static str =
-            Box::leak(format!("base64 of {prefix_name:?}+token").into_boxed_str());
-        forms.push((name, STANDARD.encode(&plain)));
-        let name: &'static str =
-            Box::leak(format!("base64 unpadded of {prefix_name:?}+token").into_boxed_str());
-        forms.push((name, STANDARD_NO_PAD.encode(&plain)));
-        let name: &'static str =
-            Box::leak(format!("base64url of {prefix_name:?}+token").into_boxed_str());
-        forms.push((name, URL_SAFE.encode(&plain)));
-        let name: &'static str =
-            Box::leak(format!("base64url unpadded of {prefix_name:?}+token").into_boxed_str());
-        forms.push((name, URL_SAFE_NO_PAD.encode(&plain)));
-    }
-    forms
-}
-
-/// Fails naming the form when `text` holds any form of the token, or the
-/// token's base64 core (what survives of an encoded token wherever it sat).
-fn assert_no_form(what: &str, text: &str) {
-    for (name, form) in forms() {
-        assert!(
-            !text.contains(&form),
-            "{what} holds the token as {name}:\n{text}"
-        );
-    }
-    for core in [STANDARD_NO_PAD.encode(TOKEN), URL_SAFE_NO_PAD.encode(TOKEN)] {
-        let core = &core[..core.len() - 2];
-        assert!(
-            !text.contains(core),
-            "{what} holds the token's base64 core:\n{text}"
-        );
-    }
-}
-
-fn assert_refusal_clean(context: &str, refusal: &Refusal) {
-    assert_no_form(&format!("{context}: reason"), refusal.reason());
-    assert_no_form(&format!("{context}: remedy"), refusal.remedy());
-    assert_no_form(&format!("{context}: Display"), &refusal.to_string());
-    assert_no_form(&format!("{context}: Debug"), &format!("{refusal:?}"));
-    assert_no_form(&format!("{context}: report"), &refusal.report().to_json());
-}
 
 /// An engine that answers whatever the request body asks for: the status,
 /// and which form of the token to echo into the body and headers.
@@ -223,7 +30,7 @@ async fn echoing_engine() -> MockServer {
                 serde_json::from_slice(&request.body).unwrap_or(serde_json::Value::Null);
             let status = ask["status"].as_u64().unwrap_or(500) as u16;
             let index = ask["form"].as_u64().unwrap_or(0) as usize;
-            let form = forms()
+            let form = forms(TOKEN)
                 .into_iter()
                 .nth(index)
                 .map(|(_, form)| form)
@@ -279,7 +86,7 @@ async fn no_refusal_holds_the_token_in_any_form_the_engine_echoes() {
         (500, Cause::EngineUnreachable),
         (503, Cause::EngineUnreachable),
     ];
-    for (index, (name, _)) in forms().iter().enumerate() {
+    for (index, (name, _)) in forms(TOKEN).iter().enumerate() {
         for (status, cause) in statuses {
             for shape in ["text", "json"] {
                 let ask = serde_json::json!({ "status": status, "form": index, "shape": shape });
@@ -289,6 +96,7 @@ async fn no_refusal_holds_the_token_in_any_form_the_engine_echoes() {
                     .expect_err("a non-2xx status is a refusal");
                 assert_eq!(refusal.cause(), cause, "HTTP {status}");
                 assert_refusal_clean(
+                    TOKEN,
                     &format!("HTTP {status}, {shape} body, token as {name}"),
                     &refusal,
                 );
@@ -301,13 +109,14 @@ async fn no_refusal_holds_the_token_in_any_form_the_engine_echoes() {
 async fn an_answer_that_echoes_the_token_holds_none_of_its_forms() {
     let server = echoing_engine().await;
     let transport = transport(&server);
-    for (index, (name, _)) in forms().iter().enumerate() {
+    for (index, (name, _)) in forms(TOKEN).iter().enumerate() {
         let ask = serde_json::json!({ "status": 200, "form": index, "shape": "json" });
         let answer = transport
             .send(ask.to_string())
             .await
             .expect("a 200 is an answer");
         assert_no_form(
+            TOKEN,
             &format!("answer echoing the token as {name}"),
             answer.text(),
         );
@@ -317,6 +126,7 @@ async fn an_answer_that_echoes_the_token_holds_none_of_its_forms() {
             answer.text()
         );
         assert_no_form(
+            TOKEN,
             &format!("answer Debug, token as {name}"),
             &format!("{answer:?}"),
         );
@@ -403,19 +213,23 @@ fn nothing_built_from_the_token_prints_it() {
         ),
         ("CHANT_BEHAVIOUR_TOKEN", TOKEN.to_owned()),
     ]);
-    assert_no_form("Env Debug", &format!("{env:?}"));
+    assert_no_form(TOKEN, "Env Debug", &format!("{env:?}"));
     let transport = HttpTransport::builder("leaks")
         .env(env.clone())
         .build()
         .expect("builds");
-    assert_no_form("HttpTransport Debug", &format!("{transport:?}"));
-    assert_no_form("Concealer Debug", &format!("{:?}", transport.concealer()));
+    assert_no_form(TOKEN, "HttpTransport Debug", &format!("{transport:?}"));
+    assert_no_form(
+        TOKEN,
+        "Concealer Debug",
+        &format!("{:?}", transport.concealer()),
+    );
     let token = meterwire::Naming::default()
         .token_chain("leaks")
         .resolve(&env)
         .expect("usable")
         .expect("present");
-    assert_no_form("Token Debug", &format!("{token:?}"));
+    assert_no_form(TOKEN, "Token Debug", &format!("{token:?}"));
 }
 
 /// A credential-named variable in the snapshot is as secret as the token:

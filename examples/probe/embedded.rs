@@ -306,6 +306,10 @@ async fn stage_engine(engine: &MockServer, elsewhere: &MockServer) {
         (
             "/rejected",
             ResponseTemplate::new(401)
+                .insert_header(
+                    "www-authenticate",
+                    r#"Bearer realm="tour", error="invalid_token", error_description="the token expired""#,
+                )
                 .set_body_raw(format!("token {TOUR_TOKEN} is not valid"), "text/plain"),
         ),
         (
@@ -328,7 +332,8 @@ async fn stage_engine(engine: &MockServer, elsewhere: &MockServer) {
                 429,
                 r#"{"error":"request quota spent for this minute"}"#.to_owned(),
             )
-            .insert_header("retry-after", RETRY_AFTER),
+            .insert_header("retry-after", RETRY_AFTER)
+            .insert_header("x-request-id", "req-tour-429"),
         ),
         (
             "/failing",

@@ -7,6 +7,7 @@
 //! terminal.
 
 use std::io::IsTerminal;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use meterwire::{Answer, Cause, Refusal};
 
@@ -94,6 +95,49 @@ pub fn print_refusal(refusal: &Refusal, style: &Style) {
     out!("  {}  {}", style.bold("remedy"), refusal.remedy());
     if let Some(source) = refusal.source() {
         out!("  {}  {source}", style.bold("source"));
+    }
+    if let Some(delay) = refusal.retry_after() {
+        out!(
+            "  {}   in {} (at {} UTC)",
+            style.bold("retry"),
+            human_delay(delay),
+            clock_after(SystemTime::now(), delay)
+        );
+    }
+    if let Some(id) = refusal.request_id() {
+        out!("  {}  {id}", style.bold("request id"));
+    }
+}
+
+/// A delay as a person reads it: `800 ms`, `30 s`, `15 min`, `2 h 5 min`.
+pub fn human_delay(delay: Duration) -> String {
+    let secs = delay.as_secs();
+    match secs {
+        0 => format!("{} ms", delay.subsec_millis()),
+        1..60 if delay.subsec_millis() != 0 => format!("{:.1} s", delay.as_secs_f64()),
+        1..60 => format!("{secs} s"),
+        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        3600..86400 => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+        _ => format!("{} d {} h", secs / 86400, secs % 86400 / 3600),
+    }
+}
+
+/// The UTC wall-clock time `delay` after `now`, as `HH:MM` (with the date
+/// when it is not today).
+pub fn clock_after(now: SystemTime, delay: Duration) -> String {
+    let at = now.checked_add(delay).unwrap_or(now);
+    let secs_at = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs_now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let clock = format!("{:02}:{:02}", secs_at % 86_400 / 3600, secs_at % 3600 / 60);
+    if secs_at / 86_400 == secs_now / 86_400 {
+        clock
+    } else {
+        // `Sun, 29 Nov 2026 07:28:00 GMT` → `Sun, 29 Nov 2026 07:28`.
+        let date = httpdate::fmt_http_date(at);
+        date.get(..date.len().saturating_sub(7))
+            .unwrap_or(&date)
+            .to_owned()
     }
 }
 

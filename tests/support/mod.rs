@@ -6,6 +6,8 @@
 // Each test binary compiles its own copy and uses only some of it.
 #![allow(dead_code)]
 
+pub mod forms;
+
 use meterwire::{Env, HttpTransport, HttpTransportBuilder, Refusal};
 
 /// The scope the tests send for; its variables end in `_ACME`.

@@ -1,0 +1,207 @@
+//! Every form an echo of a token can take, and the checks that none of them
+//! survives in what the crate printed (CONTRACT.md §5).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use meterwire::Refusal;
+
+fn json_escape_every_char(token: &str, upper: bool) -> String {
+    token
+        .chars()
+        .map(|c| {
+            if upper {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                format!("\\u{:04x}", c as u32)
+            }
+        })
+        .collect()
+}
+
+/// The escaping a JSON encoder applies, configurable per character class.
+fn json_escape_some(token: &str, slash: bool, html: bool, plus: bool) -> String {
+    let mut out = String::new();
+    for c in token.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '/' if slash => out.push_str("\\/"),
+            '<' | '>' | '&' | '\'' if html => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '+' if plus => out.push_str("\\u002B"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn percent_every_byte(token: &str, upper: bool) -> String {
+    token
+        .bytes()
+        .map(|b| {
+            if upper {
+                format!("%{b:02X}")
+            } else {
+                format!("%{b:02x}")
+            }
+        })
+        .collect()
+}
+
+/// What `encodeURIComponent` does: unreserved characters stay literal.
+fn percent_component(token: &str) -> String {
+    token
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn html_decimal(token: &str) -> String {
+    token.chars().map(|c| format!("&#{};", c as u32)).collect()
+}
+
+fn html_hex(token: &str, upper: bool) -> String {
+    token
+        .chars()
+        .map(|c| {
+            if upper {
+                format!("&#X{:X};", c as u32)
+            } else {
+                format!("&#x{:x};", c as u32)
+            }
+        })
+        .collect()
+}
+
+fn html_named(token: &str) -> String {
+    let mut out = String::new();
+    for c in token.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Half the characters JSON-escaped, half percent-encoded: one occurrence,
+/// two families.
+fn mixture(token: &str) -> String {
+    token
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 0 {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                format!("%{:02x}", c as u32)
+            }
+        })
+        .collect()
+}
+
+/// Every form of the token an echo can take, named for failure messages.
+pub fn forms(token: &str) -> Vec<(String, String)> {
+    let forms: Vec<(&str, String)> = vec![
+        ("raw", token.to_owned()),
+        (
+            "json as serde writes it",
+            json_escape_some(token, false, false, false),
+        ),
+        (
+            "json, PHP style",
+            json_escape_some(token, true, false, false),
+        ),
+        (
+            "json, Go style",
+            json_escape_some(token, false, true, false),
+        ),
+        (".NET style", json_escape_some(token, false, true, true)),
+        (
+            "json, every char, upper hex",
+            json_escape_every_char(token, true),
+        ),
+        (
+            "json, every char, lower hex",
+            json_escape_every_char(token, false),
+        ),
+        (
+            "percent, every byte, upper",
+            percent_every_byte(token, true),
+        ),
+        (
+            "percent, every byte, lower",
+            percent_every_byte(token, false),
+        ),
+        ("percent, component", percent_component(token)),
+        ("html decimal", html_decimal(token)),
+        ("html hex lower", html_hex(token, false)),
+        ("html hex upper", html_hex(token, true)),
+        ("html named", html_named(token)),
+        ("json and percent mixed", mixture(token)),
+    ];
+    let mut base64_forms = Vec::new();
+    for (prefix_name, prefix) in [
+        ("", ""),
+        ("Bearer ", "Bearer "),
+        ("user:", "user:"),
+        ("x", "x"),
+        ("xy", "xy"),
+    ] {
+        let plain = format!("{prefix}{token}");
+        for (kind, encoded) in [
+            ("base64", STANDARD.encode(&plain)),
+            ("base64 unpadded", STANDARD_NO_PAD.encode(&plain)),
+            ("base64url", URL_SAFE.encode(&plain)),
+            ("base64url unpadded", URL_SAFE_NO_PAD.encode(&plain)),
+        ] {
+            base64_forms.push((format!("{kind} of {prefix_name:?}+token"), encoded));
+        }
+    }
+    forms
+        .into_iter()
+        .map(|(name, form)| (name.to_owned(), form))
+        .chain(base64_forms)
+        .collect()
+}
+
+/// Fails naming the form when `text` holds any form of the token, or the
+/// token's base64 core (what survives of an encoded token wherever it sat).
+#[track_caller]
+pub fn assert_no_form(token: &str, what: &str, text: &str) {
+    for (name, form) in forms(token) {
+        assert!(
+            !text.contains(&form),
+            "{what} holds the token as {name}:\n{text}"
+        );
+    }
+    for core in [STANDARD_NO_PAD.encode(token), URL_SAFE_NO_PAD.encode(token)] {
+        let core = &core[..core.len() - 2];
+        assert!(
+            !text.contains(core),
+            "{what} holds the token's base64 core:\n{text}"
+        );
+    }
+}
+
+#[track_caller]
+pub fn assert_refusal_clean(token: &str, context: &str, refusal: &Refusal) {
+    assert_no_form(token, &format!("{context}: reason"), refusal.reason());
+    assert_no_form(token, &format!("{context}: remedy"), refusal.remedy());
+    assert_no_form(token, &format!("{context}: Display"), &refusal.to_string());
+    assert_no_form(token, &format!("{context}: Debug"), &format!("{refusal:?}"));
+    assert_no_form(
+        token,
+        &format!("{context}: report"),
+        &refusal.report().to_json(),
+    );
+}
