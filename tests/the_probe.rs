@@ -471,6 +471,48 @@ async fn a_429_exits_6() {
 }
 
 #[tokio::test]
+async fn prose_shows_the_retry_hint_and_the_request_id() {
+    let server = engine(
+        json_response(429, r#"{"error":"slow down"}"#)
+            .insert_header("retry-after", "900")
+            .insert_header("x-request-id", "r-1"),
+    )
+    .await;
+    let run = probe_at(&server, &[]).await;
+    assert_eq!(run.status, 6, "{}", run.all());
+    let retry_line = run
+        .stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("retry "))
+        .unwrap_or_else(|| panic!("no retry line:\n{}", run.stdout));
+    assert!(retry_line.contains("in 15 min (at "), "{retry_line}");
+    assert!(retry_line.ends_with(" UTC)"), "{retry_line}");
+    assert!(
+        run.stdout
+            .lines()
+            .any(|line| line.trim() == "request id  r-1"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[tokio::test]
+async fn json_carries_the_retry_hint_the_request_id_and_the_status() {
+    let server = engine(
+        json_response(429, r#"{"error":"slow down"}"#)
+            .insert_header("retry-after-ms", "1500")
+            .insert_header("request-id", "r-2"),
+    )
+    .await;
+    let run = probe_at(&server, &["--json"]).await;
+    assert_eq!(run.status, 6, "{}", run.all());
+    let refusal = &run.json()["refusal"];
+    assert_eq!(refusal["retryAfter"], 1.5);
+    assert_eq!(refusal["requestId"], "r-2");
+    assert_eq!(refusal["status"], 429);
+}
+
+#[tokio::test]
 async fn help_explains_the_options_and_lists_the_exit_statuses() {
     let run = probe(&["--help"], &[]).await;
     assert_eq!(run.status, 0, "{}", run.all());
