@@ -863,7 +863,7 @@ fn numeric_ref(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
     Some((k - p, Decoded::Char(char::from_u32(cp)?)))
 }
 
-/// The HTML5 names of printable ASCII punctuation (the contract's list, with
+/// The HTML5 names of printable ASCII punctuation (the list of ASCII punctuation, with
 /// `&tilde;` as `~`), tab, newline, and the Latin-1 names of HTML 4.
 fn named_char(name: &[u8]) -> Option<char> {
     Some(match name {

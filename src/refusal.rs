@@ -48,7 +48,7 @@ impl Cause {
         }
     }
 
-    /// All four, in the order of the contract.
+    /// All four, in the order the README's wire table lists them.
     pub const ALL: [Cause; 4] = [
         Cause::NoEngine,
         Cause::EngineUnreachable,

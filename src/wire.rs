@@ -1,6 +1,6 @@
 //! What the wire says, and what it becomes.
 //!
-//! This module is the table of the contract (§4) as code: one pure function
+//! This module is the wire table (README: "What the wire becomes") as code: one pure function
 //! from what the engine answered (status, headers, the head of the body) to
 //! an optional [`Refusal`], one from a failed request to a refusal, and the
 //! refusals given before anything is sent. Every reason is written here, so
@@ -134,7 +134,7 @@ fn scope_phrase(scope: &str) -> String {
 }
 
 /// What the engine's answer becomes: `None` for a `2xx` (the body is the
-/// answer), otherwise the refusal of the contract's table.
+/// answer), otherwise the refusal of the wire table.
 ///
 /// `body` is the head of the body as read (the transport reads at most
 /// 64 KiB of an error body); the engine's words are taken from it.

@@ -1,4 +1,4 @@
-//! A child process is handed `PATH` and nothing else (CONTRACT §6): run for
+//! A child process is handed `PATH` and nothing else (the README's security properties): run for
 //! real, `env` prints exactly one variable, and the token held in the
 //! snapshot never reaches it.
 

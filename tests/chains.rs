@@ -1,4 +1,4 @@
-//! The two chains of variables (CONTRACT §2): each is read most specific
+//! The two chains of variables (the README's configuration section): each is read most specific
 //! first, blanks are skipped, values are trimmed, the winner's name is the
 //! `source`, scopes fold into names, the chains never cross, and a naming
 //! that would let one variable feed both is rejected when it is built.

@@ -27,7 +27,7 @@ fn encoding() -> impl Strategy<Value = Encoding> {
     ]
 }
 
-/// Visible ASCII, as the contract's tokens are; sometimes from a small
+/// Visible ASCII, as bearer tokens are; sometimes from a small
 /// alphabet full of escape triggers, so that tokens collide with escapes.
 fn token() -> impl Strategy<Value = String> {
     prop_oneof![

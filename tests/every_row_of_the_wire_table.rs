@@ -1,4 +1,4 @@
-//! Every row of CONTRACT.md §4, twice: through `HttpTransport::send` against a
+//! Every row of the README's wire table, twice: through `HttpTransport::send` against a
 //! wiremock engine on loopback, and through the pure functions
 //! `refusal_for_status` and `refusal_for_failure` that the transport uses, so
 //! the cause table is proven for every status from 100 to 599 and not only for

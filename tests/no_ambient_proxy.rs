@@ -1,4 +1,4 @@
-//! No ambient proxy (CONTRACT §3): with `HTTP_PROXY`, `ALL_PROXY` and friends
+//! No ambient proxy (the README's security properties): with `HTTP_PROXY`, `ALL_PROXY` and friends
 //! set in the process environment, the request still goes straight to the
 //! engine and the proxy they name sees nothing; a proxy the caller
 //! configures explicitly is used.

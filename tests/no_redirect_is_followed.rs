@@ -1,4 +1,4 @@
-//! No redirect is followed (CONTRACT §3): a `3xx` is an `engine-unreachable`
+//! No redirect is followed (the README's security properties): a `3xx` is an `engine-unreachable`
 //! refusal naming the status and the host it pointed at, the host it named
 //! receives nothing (so the bearer header never reaches it), and the
 //! refusal quotes neither the location's query nor the token.

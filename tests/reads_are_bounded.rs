@@ -1,4 +1,4 @@
-//! Reads are bounded (CONTRACT §3, §4): an error body is read only as far as
+//! Reads are bounded (the README's security properties): an error body is read only as far as
 //! its detail needs, an answer over the cap is refused without being read
 //! whole (declared or chunked), one deadline covers the whole body, and a
 //! server that sends non-UTF-8, closes early or does not speak HTTP is

@@ -1,5 +1,5 @@
-//! The refusals decided when a transport is built (CONTRACT.md §3 and the
-//! lower rows of §4): no address, no token, a token that cannot be a header
+//! The refusals decided when a transport is built (the lower rows of the
+//! README's wire table): no address, no token, a token that cannot be a header
 //! value, plain http off loopback, an address that is not http(s) or carries
 //! userinfo. Each is held by `refusal()` from the start, and a send returns
 //! it while the wiremock engine the variables point at receives nothing.

@@ -1,4 +1,4 @@
-//! The probe (CONTRACT.md §7), run as the built example in a subprocess with
+//! The probe (the README's probe section), run as the built example in a subprocess with
 //! an environment built here rather than inherited, against engines on
 //! 127.0.0.1: its exit statuses, its JSON documents, the body it sends, the
 //! tour of `--embedded`, and that nothing it prints in any mode carries the
@@ -224,7 +224,7 @@ impl Drop for TempFile {
     }
 }
 
-/// The forms an echo of `token` can take (CONTRACT.md §5), by name.
+/// The forms an echo of `token` can take (the README's security properties), by name.
 fn forms(token: &str) -> Vec<(&'static str, String)> {
     let bearer = format!("Bearer {token}");
     vec![
@@ -697,7 +697,7 @@ async fn embedded_prose_is_a_table_of_every_row_and_exits_0() {
         );
     }
     assert!(
-        run.stdout.contains("each as CONTRACT.md §4 says"),
+        run.stdout.contains("each as the wire table says"),
         "{}",
         run.stdout
     );
@@ -760,7 +760,7 @@ async fn the_embedded_tour_never_prints_its_own_token() {
 
 #[tokio::test]
 async fn a_token_echoed_in_any_encoding_is_never_printed() {
-    // Every form of CONTRACT.md §5 at once, in an answer and in the first
+    // Every form of the README's security properties at once, in an answer and in the first
     // line of an error body: what a careless engine, a proxy or a debug
     // page quotes back.
     let echoes: Vec<String> = forms(TOKEN).into_iter().map(|(_, form)| form).collect();

@@ -2,7 +2,7 @@
 //!
 //! An engine (or anything in front of it) can echo the token back in its
 //! body or headers, in whatever escaping its framework applies. These tests
-//! make a wiremock engine do exactly that, in every form the contract names,
+//! make a wiremock engine do exactly that, in every form the concealer must catch,
 //! into every kind of refusal and into an answer, and check that nothing the
 //! caller can print (reason, remedy, `Display`, `Debug`, the JSON report,
 //! the answer text) holds any of those forms.

@@ -1,4 +1,4 @@
-//! TLS is verified (CONTRACT §3, §4): an engine whose certificate no trusted
+//! TLS is verified (the README's security properties): an engine whose certificate no trusted
 //! authority signed, or that names another host, or that does not speak TLS
 //! at all, is `engine-unreachable` with a reason naming TLS, and the token is
 //! never sent to it; trusting the private authority explicitly makes the same

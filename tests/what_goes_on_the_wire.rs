@@ -1,4 +1,4 @@
-//! What a send puts on the wire (CONTRACT.md §3), read back from what a
+//! What a send puts on the wire (the README's security properties), read back from what a
 //! wiremock engine on loopback received: one `POST` to the address, the body
 //! byte for byte, the four headers, the token in the `authorization` header
 //! and nowhere else, and never a second request behind the caller's back.

@@ -1,5 +1,5 @@
 //! `--embedded`: the tour. An engine of the probe's own on 127.0.0.1, and
-//! every row of the contract's table (CONTRACT.md §4) walked against it.
+//! every row of the wire table (README: "What the wire becomes") walked against it.
 //!
 //! Each row gets a transport of its own, built from a snapshot of made-up
 //! variables (`Env::from_pairs`), never the process environment: the tour
@@ -42,14 +42,14 @@ const WIRE_COLUMN: usize = 42;
 const INDENT: usize = 7;
 
 /// One row of the tour: what the engine is made to do, and what the
-/// contract says it becomes.
+/// wire table says it becomes.
 struct Stage {
     row: &'static str,
     /// What goes over the wire, as the engine was staged to say it.
     wire: String,
     /// `None`: an answer.
     expected: Option<Cause>,
-    /// The contract says this row refuses before anything is sent; the tour
+    /// The wire table says this row refuses before anything is sent; the tour
     /// checks that before sending, so even a library that got it wrong
     /// sends nothing from this row.
     refused_before_sending: bool,
@@ -64,7 +64,7 @@ enum Outcome {
         result: Result<Answer, Refusal>,
         elapsed_ms: u64,
     },
-    /// A row the contract refuses before sending was about to send.
+    /// A row the wire table refuses before sending was about to send.
     NotRefused,
 }
 
@@ -83,7 +83,7 @@ impl Walked {
         }
     }
 
-    fn as_contract_says(&self) -> bool {
+    fn as_the_table_says(&self) -> bool {
         match &self.outcome {
             Outcome::NotRefused => false,
             Outcome::Sent { result, .. } => {
@@ -383,7 +383,7 @@ fn released_port() -> std::io::Result<u16> {
 }
 
 /// One row of `--embedded --json`: its name, what the wire said, what the
-/// contract expects, and the outcome as a single send prints it.
+/// wire table expects, and the outcome as a single send prints it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RowJson<'a> {
@@ -403,7 +403,7 @@ enum RowOutcomeJson<'a> {
     NotRefused { error: &'static str },
 }
 
-const NOT_REFUSED: &str = "the transport was about to send, where the contract refuses before sending; the tour sent nothing";
+const NOT_REFUSED: &str = "the transport was about to send, where the wire table refuses before sending; the tour sent nothing";
 
 fn expected_name(expected: Option<Cause>) -> &'static str {
     expected.map_or("answer", Cause::as_str)
@@ -447,7 +447,9 @@ fn print_table(
         "{} an engine of the probe's own at {engine}, a token of its own in {token_var},",
         style.bold("meterwire tour:")
     );
-    out!("and every row of the contract's table (CONTRACT.md §4) walked against it.");
+    out!(
+        r#"and every row of the wire table (the README's "What the wire becomes") walked against it."#
+    );
     out!(
         "Reasons below drop their opening {}; {} prints them whole.",
         style.dim(&format!(
@@ -468,7 +470,7 @@ fn print_table(
     let detail = WIDTH - INDENT;
     let lead = format!("scope {scope:?}: ");
     for w in walked {
-        let mark = if w.as_contract_says() {
+        let mark = if w.as_the_table_says() {
             style.good("✓")
         } else {
             style.bad("✗")
@@ -508,16 +510,16 @@ fn print_table(
         }
     }
     out!();
-    let differ = walked.iter().filter(|w| !w.as_contract_says()).count();
+    let differ = walked.iter().filter(|w| !w.as_the_table_says()).count();
     if differ == 0 {
         out!(
-            "{} {} rows, each as CONTRACT.md §4 says; the redirect's target received nothing.",
+            "{} {} rows, each as the wire table says; the redirect's target received nothing.",
             style.good("✓"),
             walked.len()
         );
     } else {
         out!(
-            "{} {differ} of {} rows differ from CONTRACT.md §4 (marked ✗).",
+            "{} {differ} of {} rows differ from the wire table (marked ✗).",
             style.bad("✗"),
             walked.len()
         );

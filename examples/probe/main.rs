@@ -1,5 +1,5 @@
 //! The probe: ask an engine one question the way a predictor would, and say
-//! what came back (CONTRACT.md §7).
+//! what came back (the README's probe section).
 //!
 //! It is built on the crate's public API alone, so it is also the proof that
 //! the API is enough: every string it prints about a refusal is the
@@ -115,7 +115,7 @@ struct Args {
     concurrency: Option<u64>,
 
     /// Start an engine on 127.0.0.1 in this process and walk every row of the
-    /// contract's table against it (answer, no token, 401, 403, 402, 429,
+    /// wire table against it (answer, no token, 401, 403, 402, 429,
     /// 503, a redirect, connection refused, the deadline, ...), with a token
     /// of the probe's own
     #[arg(long, conflicts_with_all = [

@@ -1,5 +1,5 @@
 //! Every form an echo of a token can take, and the checks that none of them
-//! survives in what the crate printed (CONTRACT.md §5).
+//! survives in what the crate printed (the README's security properties).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: a snapshot builder, the token and
 //! variables every test uses, a transport pointed at a loopback server, and
-//! the checks every refusal must pass (CONTRACT.md §4, "What each refusal
+//! the checks every refusal must pass (every reason and remedy
 //! must say").
 
 // Each test binary compiles its own copy and uses only some of it.
