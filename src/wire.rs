@@ -330,13 +330,16 @@ fn diagnose(challenge: &hints::BearerChallenge, concealer: &Concealer) -> String
     said
 }
 
-/// `15 s`, `1.5 s`: a delay the engine gave in a header other than
-/// `retry-after`, where there is no value "as sent" to echo.
+/// `15 s`, `1.500 s`, `15 min`, `2 h 5 min`: a delay as a reason or remedy
+/// states it when there is no header value "as sent" to echo.
 fn seconds_phrase(delay: Duration) -> String {
-    if delay.subsec_millis() == 0 {
-        format!("{} s", delay.as_secs())
-    } else {
-        format!("{:.3} s", delay.as_secs_f64())
+    let secs = delay.as_secs();
+    match secs {
+        0..60 if delay.subsec_millis() != 0 => format!("{:.3} s", delay.as_secs_f64()),
+        0..60 => format!("{secs} s"),
+        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
     }
 }
 
