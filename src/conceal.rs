@@ -99,11 +99,19 @@ pub const REDACTED: &str = "[redacted]";
 /// Whether a variable or flag name marks its value as a credential: it
 /// holds one of the credential markers, in any case, with `-` read as `_`
 /// (so the flag `--api-key` counts like the variable `API_KEY`).
+///
+/// `AUTH` counts only as a whole word of the name (`BASIC_AUTH`,
+/// `AUTH_HEADER`, `OAUTH_CODE`, `AUTHORIZATION`): as a bare substring it
+/// would take `GIT_AUTHOR_NAME`, and every answer naming the author would
+/// lose the name.
 pub(crate) fn is_credential_name(name: &str) -> bool {
     let name = name.to_ascii_uppercase().replace('-', "_");
     CREDENTIAL_MARKERS
         .iter()
         .any(|marker| name.contains(marker))
+        || name
+            .split('_')
+            .any(|word| matches!(word, "AUTH" | "OAUTH" | "AUTHORIZATION"))
 }
 
 /// Shorter secrets are ignored: concealing them would blank ordinary words.
@@ -118,7 +126,7 @@ const MIN_ENV_SECRET_CHARS: usize = 8;
 const MIN_CORE_LEN: usize = 4;
 
 /// Substrings of a variable name that mark its value as a credential.
-const CREDENTIAL_MARKERS: [&str; 11] = [
+const CREDENTIAL_MARKERS: [&str; 10] = [
     "TOKEN",
     "SECRET",
     "PASSWORD",
@@ -129,7 +137,6 @@ const CREDENTIAL_MARKERS: [&str; 11] = [
     "APIKEY",
     "ACCESS_KEY",
     "SESSION_KEY",
-    "AUTH",
 ];
 
 /// Finds configured secrets, in every encoded form, and replaces them with
@@ -200,7 +207,7 @@ impl Concealer {
     /// As [`Concealer::new`], plus the value of every variable in `env` whose
     /// name is credential-shaped (contains `TOKEN`, `SECRET`, `PASSWORD`,
     /// `PASSWD`, `CREDENTIAL`, `PRIVATE_KEY`, `API_KEY`, `APIKEY`,
-    /// `ACCESS_KEY`, `SESSION_KEY` or `AUTH`, in any case) and whose value,
+    /// `ACCESS_KEY`, `SESSION_KEY`, or the word `AUTH`, in any case) and whose value,
     /// trimmed, is at least 8 characters long. The trimmed value is what gets
     /// concealed.
     ///

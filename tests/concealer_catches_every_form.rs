@@ -443,6 +443,19 @@ fn a_credential_named_variable_shorter_than_eight_chars_is_not_concealed() {
 }
 
 #[test]
+fn auth_marks_a_credential_only_as_a_word_of_the_name() {
+    let env = Env::from_pairs([
+        ("PROXY_AUTH", "proxy-pass-0123"),
+        ("GIT_AUTHOR_NAME", "Ada Lovelace"),
+    ]);
+    let concealer = Concealer::with_env([], &env);
+    assert_eq!(
+        concealer.conceal("proxy-pass-0123 by Ada Lovelace"),
+        "[redacted] by Ada Lovelace"
+    );
+}
+
+#[test]
 fn a_variable_with_an_ordinary_name_is_not_concealed() {
     let env = Env::from_pairs([
         ("HOME", "/home/predictor"),
