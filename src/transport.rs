@@ -559,6 +559,17 @@ async fn read_capped(
                         declared: None,
                     });
                 }
+                // Doubling, as a `Vec` grows, but never past the cap: from
+                // just over half the cap, doubling would allocate nearly
+                // twice it.
+                if body.capacity() - body.len() < chunk.len() {
+                    let wanted = body
+                        .capacity()
+                        .saturating_mul(2)
+                        .max(body.len() + chunk.len())
+                        .min(cap_bytes);
+                    body.reserve_exact(wanted - body.len());
+                }
                 body.extend_from_slice(&chunk);
             }
         }

@@ -1,0 +1,318 @@
+//! The concealer's throughput against the floor and the naive scrub.
+//!
+//! Every string an engine sends passes through [`Concealer::conceal`], so its
+//! cost is measured here on 64 KiB, 1 MiB and 16 MiB texts of each kind a
+//! body can be: plain JSON with nothing to find, JSON of generated text
+//! (escaped newlines and quotes), JSON dense with the token in mixed
+//! encodings, JSON heavy with escapes of every family, and adversarial runs
+//! (of `\`, `%`, `&`, base64 characters) that would expose any quadratic
+//! path. Two
+//! baselines run on the same texts in the same process: `memmem` counting
+//! the raw token (the floor: one pass, one pattern) and `str::replace` of the
+//! raw token (what a naive scrub does, finding none of the encoded forms).
+//!
+//! `cargo bench --bench conceal` runs criterion's groups, then prints a ratio
+//! table from its own interleaved medians, so each ratio compares runs taken
+//! moments apart.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use memchr::memmem::Finder;
+use meterwire::{Concealer, REDACTED};
+
+/// Has `+` and `/`, so its JSON, percent, HTML and base64 forms all differ
+/// from the raw token.
+const TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+const SIZES: [usize; 3] = [64 * KIB, MIB, 16 * MIB];
+
+/// The sizes to run: all three under `cargo bench`, the smallest alone when
+/// `cargo test --all-targets` runs each benchmark once (unoptimized, where
+/// 16 MiB texts would take a minute to prove nothing more).
+fn sizes() -> &'static [usize] {
+    if measuring() { &SIZES } else { &SIZES[..1] }
+}
+
+/// One kind of text, built to any length.
+struct Kind {
+    name: &'static str,
+    /// Record `i` of the text; records are repeated, numbered, until the
+    /// text is long enough, then it is cut to the exact length.
+    record: fn(usize) -> String,
+}
+
+const KINDS: [Kind; 8] = [
+    Kind {
+        name: "plain",
+        record: plain,
+    },
+    Kind {
+        name: "text-json",
+        record: text_json,
+    },
+    Kind {
+        name: "dense",
+        record: dense,
+    },
+    Kind {
+        name: "escapes",
+        record: escapes,
+    },
+    Kind {
+        name: "run-backslash",
+        record: |_| "\\".repeat(64),
+    },
+    Kind {
+        name: "run-percent",
+        record: |_| "%".repeat(64),
+    },
+    Kind {
+        name: "run-ampersand",
+        record: |_| "&".repeat(64),
+    },
+    Kind {
+        name: "run-base64",
+        record: base64_run,
+    },
+];
+
+/// JSON as an engine answers it, with none of `\ % &` and no token.
+fn plain(i: usize) -> String {
+    format!(
+        r#"{{"id":{i},"word":"lorem","score":0.{:03},"tags":["alpha","beta"],"done":true}},"#,
+        i % 1000
+    )
+}
+
+/// JSON as a generating engine answers it: prose whose strings escape
+/// newlines and quotes, one backslash every ~30 bytes, and no token.
+fn text_json(i: usize) -> String {
+    format!(
+        r#"{{"index":{i},"text":"The cat sat on the mat.\nIt said \"warm\", and slept.","score":0.{:03}}},"#,
+        i % 1000
+    )
+}
+
+/// JSON echoing the token in a different mixture of encodings every record:
+/// one occurrence per ~90 bytes, the worst an echoing engine does.
+fn dense(i: usize) -> String {
+    let base64 = STANDARD.encode(format!("Bearer {TOKEN}"));
+    let forms = [
+        TOKEN.to_owned(),
+        TOKEN.replace('+', r"\u002B").replace('/', r"\/"),
+        TOKEN.replace('+', "%2B").replace('/', "%2f"),
+        TOKEN.replace('+', "%2B").replace('/', r"\/"),
+        TOKEN.replace('+', "&#43;").replace('/', "&#x2F;"),
+        TOKEN.replace('+', "&plus;").replace('/', "&sol;"),
+        TOKEN.replace('+', r"\\u002b").replace('/', r"\\/"),
+        base64,
+    ];
+    let form = &forms[i % forms.len()];
+    format!(r#"{{"id":{i},"echo":"{form}","note":"rejected"}},"#)
+}
+
+/// JSON whose strings escape everything they can, with no token: every
+/// family's view is built and every decoder runs, for nothing.
+fn escapes(i: usize) -> String {
+    format!(
+        r#"{{"id":{i},"text":"line\none \"two\"\tcaf\u00e9 \ud83d\ude00 C:\\dir\\f","url":"/q?a=1%202&b=%2Fx%3D","html":"a &amp; b &lt;c&gt; &#169; &#x2014;"}},"#
+    )
+}
+
+/// One long base64 run (the encoding of the token, repeated), so every
+/// alignment's core hits inside a single run.
+fn base64_run(_: usize) -> String {
+    STANDARD
+        .encode(TOKEN.repeat(3))
+        .trim_end_matches('=')
+        .to_owned()
+}
+
+fn text(kind: &Kind, len: usize) -> String {
+    let mut text = String::with_capacity(len + 4 * KIB);
+    let mut i = 0;
+    while text.len() < len {
+        text.push_str(&(kind.record)(i));
+        i += 1;
+    }
+    // Every record is ASCII, so any cut is a char boundary.
+    text.truncate(len);
+    text
+}
+
+fn label(size: usize) -> String {
+    if size >= MIB {
+        format!("{}MiB", size / MIB)
+    } else {
+        format!("{}KiB", size / KIB)
+    }
+}
+
+/// The three contestants, each returning something to keep the optimizer
+/// from dropping the work.
+struct Contestants {
+    finder: Finder<'static>,
+    concealer: Concealer,
+}
+
+impl Contestants {
+    fn new() -> Contestants {
+        Contestants {
+            finder: Finder::new(TOKEN.as_bytes()),
+            concealer: Concealer::new([TOKEN]),
+        }
+    }
+
+    fn memmem(&self, text: &str) -> usize {
+        self.finder.find_iter(text.as_bytes()).count()
+    }
+
+    fn replace(&self, text: &str) -> usize {
+        text.replace(TOKEN, REDACTED).len()
+    }
+
+    fn conceal(&self, text: &str) -> usize {
+        self.concealer.conceal(text).len()
+    }
+}
+
+fn criterion_groups(criterion: &mut Criterion, texts: &[(&Kind, Vec<String>)]) {
+    let contestants = Contestants::new();
+    for (kind, sized) in texts {
+        let mut group = criterion.benchmark_group(format!("conceal/{}", kind.name));
+        for (size, text) in sizes().iter().zip(sized) {
+            group.throughput(Throughput::Bytes(*size as u64));
+            if *size >= 16 * MIB {
+                // A call takes tens of milliseconds: ten flat samples are
+                // plenty, and linear sampling would need ~55 calls.
+                group
+                    .sampling_mode(SamplingMode::Flat)
+                    .sample_size(10)
+                    .warm_up_time(Duration::from_millis(500))
+                    .measurement_time(Duration::from_secs(2));
+            } else {
+                group
+                    .sampling_mode(SamplingMode::Auto)
+                    .sample_size(20)
+                    .warm_up_time(Duration::from_millis(300))
+                    .measurement_time(Duration::from_millis(800));
+            }
+            let id = |name| BenchmarkId::new(name, label(*size));
+            group.bench_with_input(id("memmem"), text, |b, t| {
+                b.iter(|| contestants.memmem(black_box(t)))
+            });
+            group.bench_with_input(id("replace"), text, |b, t| {
+                b.iter(|| contestants.replace(black_box(t)))
+            });
+            group.bench_with_input(id("conceal"), text, |b, t| {
+                b.iter(|| contestants.conceal(black_box(t)))
+            });
+        }
+        group.finish();
+    }
+}
+
+/// Seconds per call of `f`, timed over `calls` calls.
+fn per_call(calls: usize, mut f: impl FnMut() -> usize) -> f64 {
+    let start = Instant::now();
+    for _ in 0..calls {
+        black_box(f());
+    }
+    start.elapsed().as_secs_f64() / calls as f64
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// Medians of the three contestants, sampled in turn so that drift in the
+/// machine's speed lands on all three alike.
+fn medians(contestants: &Contestants, text: &str) -> [f64; 3] {
+    let rounds = match text.len() {
+        n if n >= 16 * MIB => 7,
+        n if n >= MIB => 15,
+        _ => 31,
+    };
+    // About 4 MiB of text per sample, so a 64 KiB sample is not one
+    // clock tick.
+    let calls = (4 * MIB / text.len()).max(1);
+    let mut samples = [Vec::new(), Vec::new(), Vec::new()];
+    for _ in 0..rounds {
+        samples[0].push(per_call(calls, || contestants.memmem(black_box(text))));
+        samples[1].push(per_call(calls, || contestants.replace(black_box(text))));
+        samples[2].push(per_call(calls, || contestants.conceal(black_box(text))));
+    }
+    samples.map(median)
+}
+
+fn ratio_table(texts: &[(&Kind, Vec<String>)]) {
+    let contestants = Contestants::new();
+    let gibs = |len: usize, secs: f64| len as f64 / secs / (1u64 << 30) as f64;
+    println!();
+    println!("conceal: medians of interleaved runs (GiB/s), and ratios of time");
+    println!(
+        "{:<14} {:>6} {:>8} {:>8} {:>8} {:>14} {:>15}",
+        "text", "size", "memmem", "replace", "conceal", "conceal/memmem", "conceal/replace"
+    );
+    for (kind, sized) in texts {
+        let mut per_byte = Vec::new();
+        for (size, text) in sizes().iter().zip(sized) {
+            let [floor, naive, ours] = medians(&contestants, text);
+            per_byte.push((floor / *size as f64, ours / *size as f64));
+            println!(
+                "{:<14} {:>6} {:>8.2} {:>8.2} {:>8.2} {:>13.2}x {:>14.2}x",
+                kind.name,
+                label(*size),
+                gibs(*size, floor),
+                gibs(*size, naive),
+                gibs(*size, ours),
+                ours / floor,
+                ours / naive,
+            );
+        }
+        // Linear growth: the time per byte at 16 MiB over that at 64 KiB.
+        // A quadratic path would show ~256x here; cache misses alone, which
+        // slow the floor too, show a little over 1x.
+        let (first, last) = (per_byte[0], per_byte[per_byte.len() - 1]);
+        println!(
+            "{:<14} growth 64KiB -> 16MiB, time per byte: conceal {:.2}x, memmem {:.2}x",
+            kind.name,
+            last.1 / first.1,
+            last.0 / first.0,
+        );
+    }
+}
+
+/// True when cargo runs this as a benchmark (`cargo bench`), not as a test
+/// (`cargo test --all-targets` runs each benchmark once and must stay fast).
+fn measuring() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    has("--bench") && !has("--test") && !has("--list") && !has("--profile-time")
+}
+
+fn main() {
+    let texts: Vec<(&Kind, Vec<String>)> = KINDS
+        .iter()
+        .map(|kind| (kind, sizes().iter().map(|&size| text(kind, size)).collect()))
+        .collect();
+    // The dense text must come out with no form of the token left, or the
+    // figures would be for a concealer that misses.
+    let dense = text(&KINDS[2], 64 * KIB);
+    let concealed = Contestants::new().concealer.conceal(&dense).into_owned();
+    let base64 = STANDARD.encode(format!("Bearer {TOKEN}"));
+    assert!(!concealed.contains("9zQ7vX2kP9zR4tL8wN") && !concealed.contains(&base64));
+    let mut criterion = Criterion::default().configure_from_args();
+    criterion_groups(&mut criterion, &texts);
+    criterion.final_summary();
+    if measuring() {
+        ratio_table(&texts);
+    }
+}

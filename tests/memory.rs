@@ -1,0 +1,590 @@
+//! Memory stays bounded whatever an engine sends (the README's security
+//! properties): a counting allocator measures the heap the transport takes while
+//! it receives a 300 MB error body, a chunked answer over the cap, and an
+//! answer declared over the cap, and each peak is held to a fixed bound that
+//! does not grow with the body.
+//!
+//! What is counted, and why: only allocations made on the test's own thread,
+//! which drives the transport on a current-thread runtime, so every byte the
+//! client side allocates (reqwest, hyper's connection task, the transport,
+//! the concealer) is made there. The engine runs on another thread with its
+//! own runtime and its buffers are not the client's, so they are left out
+//! rather than subtracted. The two threads share no allocation, so nothing
+//! counted here is freed there or the other way round. A `realloc` counts
+//! as its change in size, as the heap in use sees it; the worst case of a
+//! moving `realloc`, which holds the old and the new block for the time of
+//! a copy, is printed beside it.
+//!
+//! The baseline of each case is taken after the transport is built and has
+//! sent twice (an answer, then a small error), so the connection pool, the
+//! TLS setup and the scrub patterns compiled on first use are already paid
+//! for.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use meterwire::{Cause, Env, HttpTransport, Refusal};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+
+struct Counting;
+
+static CURRENT: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+/// As `PEAK`, but a growing `realloc` holds both blocks at once.
+static PEAK_MOVING: AtomicIsize = AtomicIsize::new(0);
+
+thread_local! {
+    /// Set on the thread that drives the transport. A `const` `Cell` has no
+    /// destructor and never allocates, so the allocator may read it.
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counted() -> bool {
+    COUNTED.try_with(Cell::get).unwrap_or(false)
+}
+
+fn grew(bytes: usize, also_held: usize) {
+    let bytes = isize::try_from(bytes).unwrap_or(isize::MAX);
+    let also = isize::try_from(also_held).unwrap_or(isize::MAX);
+    let now = CURRENT.fetch_add(bytes, Ordering::SeqCst) + bytes;
+    PEAK.fetch_max(now, Ordering::SeqCst);
+    PEAK_MOVING.fetch_max(now + also, Ordering::SeqCst);
+}
+
+fn shrank(bytes: usize) {
+    let bytes = isize::try_from(bytes).unwrap_or(isize::MAX);
+    CURRENT.fetch_sub(bytes, Ordering::SeqCst);
+}
+
+// SAFETY: every call is passed to `System` unchanged; the counters only
+// observe sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() && counted() {
+            grew(layout.size(), 0);
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() && counted() {
+            grew(layout.size(), 0);
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, which is `System`.
+        unsafe { System.dealloc(ptr, layout) };
+        if counted() {
+            shrank(layout.size());
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as for `dealloc`, and `new_size` is the caller's.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if !new.is_null() && counted() {
+            let old = layout.size();
+            if new_size >= old {
+                grew(new_size - old, old);
+            } else {
+                shrank(old - new_size);
+            }
+        }
+        new
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The allocator is global: one measurement at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
+/// What the cases offer: far more than any bound below.
+const HUGE: u64 = 300_000_000;
+/// What a chunked answer offers before it would end on its own.
+const CHUNKED_TOTAL: u64 = 64 * MIB as u64;
+/// Not a power of two, so a buffer that doubles past the cap would show.
+const CAP: u64 = 5 * MIB as u64;
+/// Loopback socket buffers absorb a few MiB after the client stops
+/// reading (receive buffers autotune up to 32 MiB here); far below 300 MB.
+const WRITTEN_BOUND: u64 = 48 * MIB as u64;
+const CHUNK: usize = 64 * KIB;
+const GUARD: Duration = Duration::from_secs(20);
+const MAX_CONNECTIONS: usize = 8;
+const MAX_REQUESTS_PER_CONNECTION: usize = 8;
+
+/// What the engine answers, chosen by the request body.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Case {
+    /// A small answer, for the warm-up.
+    Warm,
+    /// A small `500`, for the warm-up of the error path: the scrub's
+    /// patterns are compiled on first use, once per process.
+    WarmError,
+    /// `500` with a 300 MB body, one long line of text dense with escapes,
+    /// so that the error detail and the concealer get the most work a
+    /// 64 KiB head can give them.
+    ErrorBody,
+    /// `200`, chunked, no `content-length`, 64 MiB.
+    Chunked,
+    /// `200` declaring 300 MB.
+    Declared,
+}
+
+impl Case {
+    const ALL: [Case; 5] = [
+        Case::Warm,
+        Case::WarmError,
+        Case::ErrorBody,
+        Case::Chunked,
+        Case::Declared,
+    ];
+
+    fn body(self) -> &'static str {
+        match self {
+            Case::Warm => r#"{"case":"warm"}"#,
+            Case::WarmError => r#"{"case":"warm-error"}"#,
+            Case::ErrorBody => r#"{"case":"error"}"#,
+            Case::Chunked => r#"{"case":"chunked"}"#,
+            Case::Declared => r#"{"case":"declared"}"#,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What the engine wrote for each case, and whether that response ended.
+#[derive(Default)]
+struct Ledger {
+    written: [AtomicU64; 5],
+    ended: [AtomicBool; 5],
+}
+
+/// The engine, on its own thread and runtime.
+struct Engine {
+    port: u16,
+    ledger: Arc<Ledger>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Engine {
+    fn start() -> Engine {
+        let ledger = Arc::new(Ledger::default());
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let served = Arc::clone(&ledger);
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the engine's runtime starts");
+            runtime.block_on(async move {
+                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                let port = listener.local_addr().expect("local address").port();
+                port_tx.send(port).expect("the test waits for the port");
+                let accept = async {
+                    for _ in 0..MAX_CONNECTIONS {
+                        let Ok((stream, _)) = listener.accept().await else {
+                            return;
+                        };
+                        tokio::spawn(serve(stream, Arc::clone(&served)));
+                    }
+                    std::future::pending::<()>().await;
+                };
+                tokio::select! {
+                    _ = accept => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        let port = port_rx.recv().expect("the engine reports its port");
+        Engine {
+            port,
+            ledger,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Bytes written for `case`, once its response has ended.
+    fn written(&self, case: Case) -> u64 {
+        let start = Instant::now();
+        while !self.ledger.ended[case.index()].load(Ordering::SeqCst) {
+            assert!(
+                start.elapsed() < GUARD,
+                "the engine stops writing {case:?} once the client has gone"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.ledger.written[case.index()].load(Ordering::SeqCst)
+    }
+}
+
+/// HTTP/1.1 keep-alive: each request's body names its case.
+async fn serve(mut stream: TcpStream, ledger: Arc<Ledger>) {
+    let mut buffer = Vec::new();
+    for _ in 0..MAX_REQUESTS_PER_CONNECTION {
+        let Some(case) = read_request(&mut stream, &mut buffer).await else {
+            return;
+        };
+        let written = respond(&mut stream, case).await;
+        ledger.written[case.index()].fetch_add(written.bytes, Ordering::SeqCst);
+        ledger.ended[case.index()].store(true, Ordering::SeqCst);
+        if !written.complete {
+            return;
+        }
+    }
+}
+
+/// Reads one request's head and `content-length` body from `buffer` and
+/// the stream; `None` when the client goes away first.
+async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Case> {
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        if buffer.len() > 64 * KIB {
+            return None;
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body: Vec<u8> = buffer.drain(..head_end + length).skip(head_end).collect();
+    Case::ALL
+        .into_iter()
+        .find(|case| case.body().as_bytes() == body.as_slice())
+}
+
+struct Written {
+    bytes: u64,
+    /// The whole response went out (the connection can serve another).
+    complete: bool,
+}
+
+async fn respond(stream: &mut TcpStream, case: Case) -> Written {
+    let mut out = Written {
+        bytes: 0,
+        complete: true,
+    };
+    match case {
+        Case::Warm => {
+            let body = r#"{"ok":true}"#;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            write(stream, head.as_bytes(), &mut out).await;
+        }
+        Case::WarmError => {
+            let body = r#"warming up: \"x\" %2F &amp; \u00e9 at https://engine.example/v1?k=v with Bearer abc.def"#;
+            let head = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            write(stream, head.as_bytes(), &mut out).await;
+        }
+        Case::ErrorBody => {
+            let head = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: {HUGE}\r\n\r\n"
+            );
+            if write(stream, head.as_bytes(), &mut out).await {
+                // One line, an escape every few bytes, every family.
+                let piece = br#"fail \"C:\\x\" %2F%20 &amp;&lt; \u00e9 "#;
+                let chunk: Vec<u8> = piece.iter().copied().cycle().take(CHUNK).collect();
+                stream_body(stream, &chunk, HUGE, &mut out).await;
+            }
+        }
+        Case::Declared => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {HUGE}\r\n\r\n"
+            );
+            if write(stream, head.as_bytes(), &mut out).await {
+                stream_body(stream, &[b'z'; CHUNK], HUGE, &mut out).await;
+            }
+        }
+        Case::Chunked => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+            if write(stream, head.as_bytes(), &mut out).await {
+                let framed =
+                    [format!("{CHUNK:x}\r\n").as_bytes(), &[b'z'; CHUNK], b"\r\n"].concat();
+                let mut left = CHUNKED_TOTAL;
+                while left > 0 && write(stream, &framed, &mut out).await {
+                    left = left.saturating_sub(CHUNK as u64);
+                }
+                if left == 0 {
+                    write(stream, b"0\r\n\r\n", &mut out).await;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Writes `data`; `false` (and the response incomplete) once the client
+/// has gone away.
+async fn write(stream: &mut TcpStream, data: &[u8], out: &mut Written) -> bool {
+    match stream.write_all(data).await {
+        Ok(()) => {
+            out.bytes += data.len() as u64;
+            true
+        }
+        Err(_) => {
+            out.complete = false;
+            false
+        }
+    }
+}
+
+/// Writes `total` bytes of `chunk`, repeated, lazily: only as fast as the
+/// client takes them, stopping when it goes away.
+async fn stream_body(stream: &mut TcpStream, chunk: &[u8], total: u64, out: &mut Written) {
+    let mut left = total;
+    while left > 0 {
+        let n = usize::try_from(left).map_or(chunk.len(), |left| left.min(chunk.len()));
+        if !write(stream, &chunk[..n], out).await {
+            return;
+        }
+        left -= n as u64;
+    }
+}
+
+/// Counts allocations on this thread while it lives.
+struct Counted;
+
+impl Counted {
+    fn start() -> Counted {
+        COUNTED.with(|c| c.set(true));
+        Counted
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        COUNTED.with(|c| c.set(false));
+    }
+}
+
+/// The most the heap grew, in bytes, while `send` ran, as `(in use, with
+/// moving reallocs)`, and what the send returned.
+fn peak_growth<T>(
+    runtime: &Runtime,
+    send: impl std::future::Future<Output = T>,
+) -> (T, usize, usize) {
+    let baseline = CURRENT.load(Ordering::SeqCst);
+    PEAK.store(baseline, Ordering::SeqCst);
+    PEAK_MOVING.store(baseline, Ordering::SeqCst);
+    let result = runtime.block_on(send);
+    let growth =
+        |peak: &AtomicIsize| usize::try_from(peak.load(Ordering::SeqCst) - baseline).unwrap_or(0);
+    (result, growth(&PEAK), growth(&PEAK_MOVING))
+}
+
+/// An engine, and a transport to it that has already sent once.
+fn setup(cap: u64) -> (Engine, Runtime, HttpTransport) {
+    let engine = Engine::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("the client's runtime starts");
+    let transport = HttpTransport::builder("acme")
+        .env(Env::from_pairs([
+            (
+                "CHANT_BEHAVIOUR_ENGINE",
+                format!("http://127.0.0.1:{}/v1", engine.port),
+            ),
+            ("CHANT_BEHAVIOUR_TOKEN", TOKEN.to_owned()),
+        ]))
+        .max_answer_bytes(cap)
+        .build()
+        .expect("the configuration is valid");
+    let warm = runtime.block_on(transport.send(Case::Warm.body()));
+    assert!(warm.is_ok(), "the warm-up gets an answer: {warm:?}");
+    let warm = runtime.block_on(transport.send(Case::WarmError.body()));
+    assert!(
+        warm.is_err(),
+        "the warm-up of the error path gets a refusal"
+    );
+    (engine, runtime, transport)
+}
+
+fn refused(result: Result<meterwire::Answer, Refusal>) -> Refusal {
+    match result {
+        Ok(answer) => panic!(
+            "expected a refusal, got an answer of {} bytes",
+            answer.text().len()
+        ),
+        Err(refusal) => refusal,
+    }
+}
+
+fn mib(bytes: usize) -> f64 {
+    bytes as f64 / MIB as f64
+}
+
+#[test]
+fn a_300_mb_error_body_costs_under_1_mib_and_is_not_read_to_its_end() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _counted = Counted::start();
+    let (engine, runtime, transport) = setup(CAP);
+
+    let sent = transport.send(Case::ErrorBody.body());
+    let (result, growth, moving) = peak_growth(&runtime, sent);
+    let refusal = refused(result);
+    drop(transport);
+    drop(runtime);
+    let written = engine.written(Case::ErrorBody);
+    println!(
+        "300 MB error body: peak heap growth {:.3} MiB ({:.3} MiB with moving reallocs); the engine wrote {:.1} MiB",
+        mib(growth),
+        mib(moving),
+        written as f64 / MIB as f64
+    );
+
+    assert_eq!(
+        refusal.cause(),
+        Cause::EngineUnreachable,
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.reason().contains("HTTP 500"),
+        "{}",
+        refusal.reason()
+    );
+    assert!(growth < MIB, "the heap grew by {growth} bytes");
+    assert!(
+        written < WRITTEN_BOUND,
+        "the body was read on: the engine wrote {written} of {HUGE} bytes"
+    );
+}
+
+#[test]
+fn a_chunked_answer_over_the_cap_costs_under_the_cap_plus_1_mib() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _counted = Counted::start();
+    let (engine, runtime, transport) = setup(CAP);
+
+    let sent = transport.send(Case::Chunked.body());
+    let (result, growth, moving) = peak_growth(&runtime, sent);
+    let refusal = refused(result);
+    drop(transport);
+    drop(runtime);
+    let written = engine.written(Case::Chunked);
+    println!(
+        "chunked answer over a {:.0} MiB cap: peak heap growth {:.3} MiB ({:.3} MiB with moving reallocs); the engine wrote {:.1} MiB",
+        mib(CAP as usize),
+        mib(growth),
+        mib(moving),
+        written as f64 / MIB as f64
+    );
+
+    assert_eq!(
+        refusal.cause(),
+        Cause::EngineUnreachable,
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.reason().contains(&CAP.to_string()),
+        "the reason names the cap: {}",
+        refusal.reason()
+    );
+    let bound = CAP as usize + MIB;
+    assert!(
+        growth < bound,
+        "the heap grew by {growth} bytes, over {bound}"
+    );
+    assert!(
+        written < CHUNKED_TOTAL,
+        "the answer was read to its end: the engine wrote {written} bytes"
+    );
+}
+
+#[test]
+fn an_answer_declared_over_the_cap_is_refused_unread_under_1_mib() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _counted = Counted::start();
+    let (engine, runtime, transport) = setup(CAP);
+
+    let sent = transport.send(Case::Declared.body());
+    let (result, growth, moving) = peak_growth(&runtime, sent);
+    let refusal = refused(result);
+    drop(transport);
+    drop(runtime);
+    let written = engine.written(Case::Declared);
+    println!(
+        "answer declaring 300 MB over a {:.0} MiB cap: peak heap growth {:.3} MiB ({:.3} MiB with moving reallocs); the engine wrote {:.1} MiB",
+        mib(CAP as usize),
+        mib(growth),
+        mib(moving),
+        written as f64 / MIB as f64
+    );
+
+    assert_eq!(
+        refusal.cause(),
+        Cause::EngineUnreachable,
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.reason().contains(&HUGE.to_string()),
+        "the reason names the declared size: {}",
+        refusal.reason()
+    );
+    assert!(growth < MIB, "the heap grew by {growth} bytes");
+    assert!(
+        written < WRITTEN_BOUND,
+        "the body was read on: the engine wrote {written} of {HUGE} bytes"
+    );
+}
