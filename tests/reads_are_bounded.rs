@@ -13,8 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+mod support;
+
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::raw_http::read_request;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -128,7 +131,7 @@ impl Server {
                 let respond = Arc::clone(&respond);
                 let done = done.clone();
                 tokio::spawn(async move {
-                    if !read_request(&mut stream).await {
+                    if read_request(&mut stream).await.is_none() {
                         return;
                     }
                     let wire = respond(Wire { stream, written: 0 }).await;
@@ -170,40 +173,6 @@ impl Server {
     fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
-}
-
-/// Reads a request's head and its `content-length` body; `false` when the
-/// client goes away first.
-async fn read_request(stream: &mut TcpStream) -> bool {
-    const LIMIT: usize = 64 * 1024;
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        if buffer.len() > LIMIT {
-            return false;
-        }
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0)
-        .min(LIMIT);
-    while buffer.len() < head_end + length {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
-    }
-    true
 }
 
 async fn send(transport: &HttpTransport) -> Result<Answer, Refusal> {

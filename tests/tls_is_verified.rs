@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+mod support;
+
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -15,7 +17,8 @@ use rcgen::{
 };
 use rustls::ServerConfig;
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use support::raw_http::read_request;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
@@ -145,44 +148,6 @@ impl TlsEngine {
     fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
     }
-}
-
-/// Reads one request's head and its `content-length` body; `None` when the
-/// peer goes away first or sends more than a request should.
-async fn read_request(stream: &mut (impl AsyncRead + Unpin)) -> Option<Vec<u8>> {
-    const LIMIT: usize = 64 * 1024;
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        if buffer.len() > LIMIT {
-            return None;
-        }
-        let read = stream.read(&mut chunk).await.ok()?;
-        if read == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..read]);
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    if length > LIMIT {
-        return None;
-    }
-    while buffer.len() < head_end + length {
-        let read = stream.read(&mut chunk).await.ok()?;
-        if read == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..read]);
-    }
-    Some(buffer)
 }
 
 fn env(address: String) -> Env {

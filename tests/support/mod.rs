@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod forms;
+pub mod raw_http;
 
 use meterwire::{Env, HttpTransport, HttpTransportBuilder, Refusal};
 

@@ -1,0 +1,43 @@
+//! The one piece of HTTP/1.1 the hand-written test servers need: reading a
+//! request, so they can answer it in ways wiremock cannot (TLS, a body that
+//! drips or never ends, bytes that are not HTTP).
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Reads one request's head and its `content-length` body; `None` when the
+/// peer goes away first or sends more than a request should.
+pub async fn read_request(stream: &mut (impl AsyncRead + Unpin)) -> Option<Vec<u8>> {
+    const LIMIT: usize = 64 * 1024;
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        if buffer.len() > LIMIT {
+            return None;
+        }
+        let read = stream.read(&mut chunk).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0);
+    if length > LIMIT {
+        return None;
+    }
+    while buffer.len() < head_end + length {
+        let read = stream.read(&mut chunk).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    }
+    Some(buffer)
+}
