@@ -109,7 +109,7 @@ impl Address {
     pub fn parse(value: &str, source: impl Into<String>) -> Result<Address, AddressError> {
         let source_variable = source.into();
         let url = Url::parse(value.trim()).map_err(|e| AddressError::Malformed {
-            shown: redact_text(value),
+            shown: redact_address(value),
             source_variable: source_variable.clone(),
             why: e.to_string(),
         })?;
@@ -231,10 +231,6 @@ fn redact_url(url: &Url) -> String {
 /// assert_eq!(redact_address("http//broken?secret=1"), "http//broken?[redacted]");
 /// ```
 pub fn redact_address(text: &str) -> String {
-    redact_text(text)
-}
-
-pub(crate) fn redact_text(text: &str) -> String {
     let text = text.trim();
     if let Ok(url) = Url::parse(text)
         && url.has_host()

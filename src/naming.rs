@@ -250,7 +250,7 @@ impl Resolved {
 impl fmt::Debug for Resolved {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resolved")
-            .field("value", &crate::address::redact_text(&self.value))
+            .field("value", &crate::redact_address(&self.value))
             .field("source", &self.source)
             .finish()
     }

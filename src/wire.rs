@@ -1,10 +1,11 @@
 //! What the wire says, and what it becomes.
 //!
-//! This module is the wire table (README: "What the wire becomes") as code: one pure function
-//! from what the engine answered (status, headers, the head of the body) to
-//! an optional [`Refusal`], one from a failed request to a refusal, and the
-//! refusals given before anything is sent. Every reason is written here, so
-//! a reader checking what an operator will see reads one file.
+//! This module is the README's wire table ("What the wire becomes") as
+//! code: one pure function from what the engine answered (status, headers,
+//! the head of the body) to an optional [`Refusal`], one from a failed
+//! request to a refusal, and the refusals given before anything is sent.
+//! Every reason is written here, so a reader checking what an operator will
+//! see reads one file.
 //!
 //! The statuses are read the way HTTP defines them: `401`/`403` reject the
 //! token (set a variable), `402` says the account is empty (fund it), `429`
@@ -40,8 +41,8 @@ const REQUEST_ID_LIMIT: usize = 100;
 /// How much of an `error_description` a reason quotes.
 const DESCRIPTION_LIMIT: usize = 200;
 
-/// Where a call was going: the scope, the naming, the address and the
-/// variable holding the token, and the concealer for everything that came
+/// Where a call was going: the scope, the address and the variable holding
+/// the token, and the concealer for everything that came
 /// from outside. Reasons are written from it.
 ///
 /// ```
@@ -104,11 +105,7 @@ impl Site {
     }
 
     fn shown_address(&self) -> String {
-        let concealed = self
-            .concealer
-            .conceal(&self.address.to_string())
-            .into_owned();
-        bound(&concealed, ADDRESS_LIMIT).to_owned()
+        shown_address(&self.address.to_string(), &self.concealer)
     }
 
     fn check_address_remedy(&self) -> String {
@@ -127,6 +124,12 @@ impl Site {
 
 fn seal(concealer: &Concealer, refusal: Refusal) -> Refusal {
     refusal.map_text(|text| bound(&concealer.conceal(text), REASON_LIMIT).to_owned())
+}
+
+/// An address, already redacted, as a reason quotes it: concealed first
+/// (a token can sit in its path), then bounded.
+fn shown_address(redacted: &str, concealer: &Concealer) -> String {
+    bound(&concealer.conceal(redacted), ADDRESS_LIMIT).to_owned()
 }
 
 fn scope_phrase(scope: &str) -> String {
@@ -344,8 +347,7 @@ fn seconds_phrase(delay: Duration) -> String {
 }
 
 /// A `location` as a reason shows it: the host (and port) of an absolute
-/// URL, or "a
-/// path on the same host".
+/// URL, or "a path on the same host".
 fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
     let text = String::from_utf8_lossy(location);
     match url::Url::parse(text.trim()) {
@@ -484,7 +486,7 @@ pub(crate) fn bad_address(
     concealer: &Concealer,
 ) -> Refusal {
     let source = error.source_variable();
-    let shown = bound(&concealer.conceal(error.shown()), ADDRESS_LIMIT).to_owned();
+    let shown = shown_address(error.shown(), concealer);
     let (what, fix) = match error {
         crate::AddressError::Malformed { why, .. } => (
             format!("is not a URL ({why})"),
@@ -518,7 +520,7 @@ pub(crate) fn bad_address(
 
 /// Plain `http` to a host that is not loopback, without the opt-in.
 pub(crate) fn plaintext(scope: &str, address: &Address, concealer: &Concealer) -> Refusal {
-    let shown = bound(&concealer.conceal(&address.to_string()), ADDRESS_LIMIT).to_owned();
+    let shown = shown_address(&address.to_string(), concealer);
     let source = address.source();
     seal(
         concealer,
@@ -543,7 +545,7 @@ pub(crate) fn no_token(
     concealer: &Concealer,
 ) -> Refusal {
     let chain = naming.token_chain(scope).variables().join(", ");
-    let shown = bound(&concealer.conceal(&address.to_string()), ADDRESS_LIMIT).to_owned();
+    let shown = shown_address(&address.to_string(), concealer);
     seal(
         concealer,
         Refusal::new(
@@ -571,7 +573,7 @@ pub(crate) fn unusable_token(
     error: &crate::UnusableToken,
     concealer: &Concealer,
 ) -> Refusal {
-    let shown = bound(&concealer.conceal(&address.to_string()), ADDRESS_LIMIT).to_owned();
+    let shown = shown_address(&address.to_string(), concealer);
     let source = error.source_variable();
     seal(
         concealer,
