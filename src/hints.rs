@@ -129,20 +129,16 @@ fn ratelimit_reset(value: &str) -> Option<Duration> {
 /// small, and no maintained crate parses challenges for a current `http`.
 fn parse_bearer_challenge(value: &str) -> Option<BearerChallenge> {
     let mut challenge: Option<BearerChallenge> = None;
-    let mut in_bearer = false;
-    for (name, param) in AuthParams::new(value) {
-        match (name, param) {
-            (Some(scheme), None) => {
-                if in_bearer && challenge.is_some() {
-                    break;
-                }
-                in_bearer = scheme.eq_ignore_ascii_case("bearer");
-                if in_bearer {
-                    challenge.get_or_insert_with(BearerChallenge::default);
+    for item in AuthParams::new(value) {
+        match (item, challenge.as_mut()) {
+            // The scheme that follows the Bearer challenge ends it.
+            (AuthItem::Scheme(_), Some(_)) => break,
+            (AuthItem::Scheme(scheme), None) => {
+                if scheme.eq_ignore_ascii_case("bearer") {
+                    challenge = Some(BearerChallenge::default());
                 }
             }
-            (Some(key), Some(param)) if in_bearer => {
-                let found = challenge.get_or_insert_with(BearerChallenge::default);
+            (AuthItem::Param(key, param), Some(found)) => {
                 let slot = match key.to_ascii_lowercase().as_str() {
                     "error" => &mut found.error,
                     "error_description" => &mut found.description,
@@ -153,14 +149,21 @@ fn parse_bearer_challenge(value: &str) -> Option<BearerChallenge> {
                     *slot = Some(param);
                 }
             }
-            _ => {}
+            (AuthItem::Param(..), None) => {}
         }
     }
     challenge.filter(|c| c.error.is_some() || c.description.is_some() || c.scope.is_some())
 }
 
-/// Tokens of a challenge list: `(Some(scheme), None)` for a bare word,
-/// `(Some(key), Some(value))` for `key=value` or `key="quoted"`.
+/// One item of a challenge list.
+enum AuthItem {
+    /// A bare word: an auth-scheme (or a token68 credential).
+    Scheme(String),
+    /// `key=value` or `key="quoted"`, unquoted.
+    Param(String, String),
+}
+
+/// The items of a challenge list, in order.
 struct AuthParams<'a> {
     rest: &'a str,
 }
@@ -172,7 +175,7 @@ impl<'a> AuthParams<'a> {
 }
 
 impl Iterator for AuthParams<'_> {
-    type Item = (Option<String>, Option<String>);
+    type Item = AuthItem;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.rest = self
@@ -189,10 +192,9 @@ impl Iterator for AuthParams<'_> {
         let after = self.rest[word_end..].trim_start_matches([' ', '\t']);
         let Some(after_eq) = after.strip_prefix('=') else {
             self.rest = &self.rest[word_end..];
-            return Some((Some(word.to_owned()), None));
+            return Some(AuthItem::Scheme(word.to_owned()));
         };
         let after_eq = after_eq.trim_start_matches([' ', '\t']);
-        // A run of `=` after a word with no key is token68 (`Basic abc==`).
         if let Some(quoted) = after_eq.strip_prefix('"') {
             let mut value = String::new();
             let mut chars = quoted.char_indices();
@@ -212,12 +214,14 @@ impl Iterator for AuthParams<'_> {
                 }
             }
             self.rest = &quoted[end.min(quoted.len())..];
-            Some((Some(word.to_owned()), Some(value)))
+            Some(AuthItem::Param(word.to_owned(), value))
         } else {
             let value_end = after_eq.find([',', ' ', '\t']).unwrap_or(after_eq.len());
+            // A token68 credential's `=` padding (`Basic abc==`) reads as a
+            // key with an empty value, which no Bearer param is.
             let value = after_eq[..value_end].trim_end_matches('=');
             self.rest = &after_eq[value_end..];
-            Some((Some(word.to_owned()), Some(value.to_owned())))
+            Some(AuthItem::Param(word.to_owned(), value.to_owned()))
         }
     }
 }
