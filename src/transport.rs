@@ -36,7 +36,6 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Certificate, Client, Proxy, Response, redirect};
 use serde::de::DeserializeOwned;
 use tokio::time::{Instant, timeout_at};
-use url::Url;
 
 use crate::detail::DETAIL_READ_LIMIT;
 use crate::wire::{self, Failure, Site, refusal_for_failure, refusal_for_status};
@@ -285,7 +284,15 @@ impl HttpTransportBuilder {
         let client = client.build().map_err(|_| BuildError::Client)?;
 
         let env = self.env.unwrap_or_else(Env::from_process);
-        let (plan, concealer) = plan(&self.naming, &self.scope, &env, self.allow_plaintext);
+        let (token, concealer) = arm(&self.naming, &self.scope, &env);
+        let plan = plan(
+            &self.naming,
+            &self.scope,
+            &env,
+            self.allow_plaintext,
+            token,
+            &concealer,
+        );
         Ok(HttpTransport {
             inner: Arc::new(Inner {
                 client,
@@ -299,55 +306,59 @@ impl HttpTransportBuilder {
     }
 }
 
-/// Resolves the chains and decides, before any connection, whether a send
-/// can happen at all.
+/// The token chain's outcome, with the token armed (its header and the
+/// concealer built from it) when there is one; the concealer conceals the
+/// snapshot's credential-named values either way.
+fn arm(naming: &Naming, scope: &str, env: &Env) -> (TokenOutcome, Concealer) {
+    match naming.token_chain(scope).resolve(env) {
+        Ok(Some(token)) => {
+            let (authorization, concealer) = token.arm(env);
+            (TokenOutcome::Armed(token, authorization), concealer)
+        }
+        Ok(None) => (TokenOutcome::Missing, Concealer::with_env([], env)),
+        Err(unusable) => (
+            TokenOutcome::Unusable(unusable),
+            Concealer::with_env([], env),
+        ),
+    }
+}
+
+enum TokenOutcome {
+    Armed(crate::Token, HeaderValue),
+    Missing,
+    Unusable(crate::UnusableToken),
+}
+
+/// Resolves the address and decides, before any connection, whether a send
+/// can happen at all: address problems first, since a token refusal names
+/// the address.
 fn plan(
     naming: &Naming,
     scope: &str,
     env: &Env,
     allow_plaintext: bool,
-) -> (Result<Armed, Refusal>, Concealer) {
-    let token = naming.token_chain(scope).resolve(env);
-    let (authorization, concealer) = match &token {
-        Ok(Some(token)) => {
-            let (header, concealer) = token.arm(env);
-            (Some(header), concealer)
-        }
-        _ => (None, Concealer::with_env([], env)),
-    };
-    let resolved = match naming.address_chain(scope).resolve(env) {
-        Some(resolved) => resolved,
-        None => return (Err(wire::no_address(naming, scope, &concealer)), concealer),
-    };
-    let address = match Address::parse(resolved.value(), resolved.source()) {
-        Ok(address) => address,
-        Err(error) => return (Err(wire::bad_address(scope, &error, &concealer)), concealer),
-    };
+    token: TokenOutcome,
+    concealer: &Concealer,
+) -> Result<Armed, Refusal> {
+    let resolved = naming
+        .address_chain(scope)
+        .resolve(env)
+        .ok_or_else(|| wire::no_address(naming, scope, concealer))?;
+    let address = Address::parse(resolved.value(), resolved.source())
+        .map_err(|error| wire::bad_address(scope, &error, concealer))?;
     if !address.is_https() && !address.is_loopback() && !allow_plaintext {
-        let refusal = wire::plaintext(scope, &address, &concealer);
-        return (Err(refusal), concealer);
+        return Err(wire::plaintext(scope, &address, concealer));
     }
-    let (token, authorization) = match (token, authorization) {
-        (Ok(Some(token)), Some(authorization)) => (token, authorization),
-        (Err(unusable), _) => {
-            let refusal = wire::unusable_token(scope, &address, &unusable, &concealer);
-            return (Err(refusal), concealer);
-        }
-        _ => {
-            let refusal = wire::no_token(naming, scope, &address, &concealer);
-            return (Err(refusal), concealer);
-        }
-    };
-    let url = address.url().clone();
-    let site = Site::new(scope, address, token.source()).with_concealer(concealer.clone());
-    (
-        Ok(Armed {
-            site,
-            url,
+    match token {
+        TokenOutcome::Armed(token, authorization) => Ok(Armed {
+            site: Site::new(scope, address, token.source()).with_concealer(concealer.clone()),
             authorization,
         }),
-        concealer,
-    )
+        TokenOutcome::Missing => Err(wire::no_token(naming, scope, &address, concealer)),
+        TokenOutcome::Unusable(unusable) => {
+            Err(wire::unusable_token(scope, &address, &unusable, concealer))
+        }
+    }
 }
 
 /// Sends JSON bodies to one engine for one scope, and turns what comes back
@@ -385,7 +396,6 @@ struct Inner {
 
 struct Armed {
     site: Site,
-    url: Url,
     authorization: HeaderValue,
 }
 
@@ -459,7 +469,7 @@ impl HttpTransport {
         let request = self
             .inner
             .client
-            .post(armed.url.clone())
+            .post(armed.site.address().url().clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(ACCEPT, HeaderValue::from_static("application/json"))
             .header(AUTHORIZATION, armed.authorization.clone())
