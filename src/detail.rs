@@ -26,10 +26,8 @@ pub(crate) fn engine_words(body: &[u8], concealer: &Concealer) -> Option<String>
     let line = json_message(&text)
         .or_else(|| html_text(&text))
         .unwrap_or_else(|| first_line(&text).to_owned());
-    let line = tame(&line);
-    let scrubbed = concealer.scrub(&line);
-    let words = bound(scrubbed.trim(), WORDS_LIMIT).trim_end();
-    (!words.is_empty()).then(|| words.to_owned())
+    let words = engine_value(line.as_bytes(), concealer, WORDS_LIMIT);
+    (!words.is_empty()).then_some(words)
 }
 
 /// Scrubs and bounds one short piece of engine text that is not a body: a
