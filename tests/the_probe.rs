@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+mod support;
+
 use serde_json::Value;
+use support::forms::{assert_no_form, forms};
 use wiremock::matchers::{any, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -222,45 +223,6 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
-}
-
-/// The forms an echo of `token` can take (the README's security properties), by name.
-fn forms(token: &str) -> Vec<(&'static str, String)> {
-    let bearer = format!("Bearer {token}");
-    vec![
-        ("raw", token.to_owned()),
-        (
-            "JSON-escaped",
-            token.replace('/', "\\/").replace('+', "\\u002B"),
-        ),
-        (
-            "percent-encoded",
-            token.replace('/', "%2F").replace('+', "%2B"),
-        ),
-        (
-            "percent-encoded, lower case",
-            token.replace('/', "%2f").replace('+', "%2b"),
-        ),
-        ("base64", STANDARD.encode(token)),
-        ("base64 unpadded", STANDARD_NO_PAD.encode(token)),
-        ("base64url", URL_SAFE.encode(token)),
-        ("base64url unpadded", URL_SAFE_NO_PAD.encode(token)),
-        ("base64 of the header value", STANDARD.encode(&bearer)),
-    ]
-}
-
-/// Fails naming every form of `token` found in `output`.
-fn assert_no_token(output: &str, token: &str, what: &str) {
-    let found: Vec<&str> = forms(token)
-        .into_iter()
-        .filter(|(_, form)| output.contains(form.as_str()))
-        .map(|(name, _)| name)
-        .collect();
-    assert!(
-        found.is_empty(),
-        "{what} printed the token ({}):\n{output}",
-        found.join(", ")
-    );
 }
 
 #[tokio::test]
@@ -722,7 +684,7 @@ async fn a_single_send_never_prints_the_token_its_engine_echoes() {
         let server = engine(response).await;
         for args in [&[][..], &["--json"][..]] {
             let run = probe_at(&server, args).await;
-            assert_no_token(&run.all(), TOKEN, &format!("probe {args:?}"));
+            assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
         }
     }
 }
@@ -737,7 +699,7 @@ async fn a_repeat_run_never_prints_the_token_its_engine_echoes() {
         for args in [&["--repeat", "3"][..], &["--repeat", "3", "--json"][..]] {
             let run = probe_at(&server, args).await;
             assert_eq!(run.status, 0, "{}", run.all());
-            assert_no_token(&run.all(), TOKEN, &format!("probe {args:?}"));
+            assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
         }
     }
 }
@@ -752,7 +714,7 @@ async fn the_embedded_tour_never_prints_its_own_token() {
     for args in [&["--embedded"][..], &["--embedded", "--json"][..]] {
         let run = probe(args, &[]).await;
         assert_eq!(run.status, 0, "{}", run.all());
-        assert_no_token(&run.all(), EMBEDDED_TOKEN, &format!("probe {args:?}"));
+        assert_no_form(EMBEDDED_TOKEN, &format!("probe {args:?}"), &run.all());
         // The tour's engine does echo it: the table shows where it was concealed.
         assert!(run.stdout.contains("[redacted]"), "{}", run.stdout);
     }
@@ -760,12 +722,13 @@ async fn the_embedded_tour_never_prints_its_own_token() {
 
 #[tokio::test]
 async fn a_token_echoed_in_any_encoding_is_never_printed() {
-    // Every form of the README's security properties at once, in an answer and in the first
-    // line of an error body: what a careless engine, a proxy or a debug
-    // page quotes back.
+    // Every form the concealer must catch at once, in an answer and in the
+    // first line of an error body: what a careless engine, a proxy or a
+    // debug page quotes back.
     let echoes: Vec<String> = forms(TOKEN).into_iter().map(|(_, form)| form).collect();
     let line = echoes.join(" ");
-    // `\/` and `\u002B` are JSON escapes, so the answer is still JSON.
+    // The token holds no quote or backslash, so every form of it is valid
+    // inside a JSON string and the answer is still JSON.
     let answer = format!(r#"{{"echoes":"{line}"}}"#);
     for response in [
         json_response(200, &answer),
@@ -775,7 +738,7 @@ async fn a_token_echoed_in_any_encoding_is_never_printed() {
         let server = engine(response).await;
         for args in [&[][..], &["--json"][..]] {
             let run = probe_at(&server, args).await;
-            assert_no_token(&run.all(), TOKEN, &format!("probe {args:?}"));
+            assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
         }
     }
 }
