@@ -1,10 +1,13 @@
 //! One behaviour of the concealer per test: every form a token can be echoed
 //! in is concealed, and the text around it survives.
 
+mod support;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use meterwire::{Concealer, Env, REDACTED, bound};
 use std::borrow::Cow;
+use support::forms::unicode_escape;
 
 /// Realistic: every character a JSON, URL or HTML encoder would touch.
 const LIVE: &str = r#"mw_live_4f+Ab/9z=Q&x<y>"z'"#;
@@ -33,20 +36,6 @@ fn assert_conceals_both(encode: impl Fn(&str) -> String) {
     for secret in [LIVE, PLAIN] {
         assert_conceals(&concealer, secret, &encode(secret));
     }
-}
-
-fn unicode_escape(c: char, upper: bool) -> String {
-    let mut units = [0u16; 2];
-    c.encode_utf16(&mut units)
-        .iter()
-        .map(|u| {
-            if upper {
-                format!("\\u{u:04X}")
-            } else {
-                format!("\\u{u:04x}")
-            }
-        })
-        .collect()
 }
 
 fn percent_encode(s: &str, which: impl Fn(usize) -> bool, upper: impl Fn(usize) -> bool) -> String {

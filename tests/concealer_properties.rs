@@ -1,10 +1,13 @@
 //! Properties of the concealer over random tokens, random text and random
 //! encodings, chosen character by character.
 
+mod support;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use meterwire::{Concealer, REDACTED};
 use proptest::prelude::*;
+use support::forms::unicode_escape;
 
 /// How the whole text, token included, was written.
 #[derive(Clone, Copy, Debug)]
@@ -71,20 +74,6 @@ struct Piece {
 
 fn piece(text: String) -> Piece {
     Piece { text, open: false }
-}
-
-fn unicode_escape(c: char, upper: bool) -> String {
-    let mut units = [0u16; 2];
-    c.encode_utf16(&mut units)
-        .iter()
-        .map(|u| {
-            if upper {
-                format!("\\u{u:04X}")
-            } else {
-                format!("\\u{u:04x}")
-            }
-        })
-        .collect()
 }
 
 /// What a JSON encoder may write for `c`: `"`, `\` and control characters

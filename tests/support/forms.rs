@@ -5,17 +5,24 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use meterwire::Refusal;
 
-fn json_escape_every_char(token: &str, upper: bool) -> String {
-    token
-        .chars()
-        .map(|c| {
+/// `c` as JSON writes it with `\uXXXX`: one escape per UTF-16 unit, so a
+/// character outside the BMP becomes a surrogate pair.
+pub fn unicode_escape(c: char, upper: bool) -> String {
+    let mut units = [0u16; 2];
+    c.encode_utf16(&mut units)
+        .iter()
+        .map(|u| {
             if upper {
-                format!("\\u{:04X}", c as u32)
+                format!("\\u{u:04X}")
             } else {
-                format!("\\u{:04x}", c as u32)
+                format!("\\u{u:04x}")
             }
         })
         .collect()
+}
+
+fn json_escape_every_char(token: &str, upper: bool) -> String {
+    token.chars().map(|c| unicode_escape(c, upper)).collect()
 }
 
 /// The escaping a JSON encoder applies, configurable per character class.
