@@ -26,8 +26,11 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod support;
+
 use meterwire::{Cause, Env, HttpTransport, Refusal};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::raw_http::{body_of, read_request};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
@@ -252,9 +255,8 @@ impl Engine {
 
 /// HTTP/1.1 keep-alive: each request's body names its case.
 async fn serve(mut stream: TcpStream, ledger: Arc<Ledger>) {
-    let mut buffer = Vec::new();
     for _ in 0..MAX_REQUESTS_PER_CONNECTION {
-        let Some(case) = read_request(&mut stream, &mut buffer).await else {
+        let Some(case) = read_case(&mut stream).await else {
             return;
         };
         let written = respond(&mut stream, case).await;
@@ -266,38 +268,14 @@ async fn serve(mut stream: TcpStream, ledger: Arc<Ledger>) {
     }
 }
 
-/// Reads one request's head and `content-length` body from `buffer` and
-/// the stream; `None` when the client goes away first.
-async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Case> {
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        if buffer.len() > 64 * KIB {
-            return None;
-        }
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    while buffer.len() < head_end + length {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let body: Vec<u8> = buffer.drain(..head_end + length).skip(head_end).collect();
+/// Which case a request asks for, by its body; `None` when the client goes
+/// away first or asks for no case.
+async fn read_case(stream: &mut TcpStream) -> Option<Case> {
+    let request = read_request(stream).await?;
+    let body = body_of(&request);
     Case::ALL
         .into_iter()
-        .find(|case| case.body().as_bytes() == body.as_slice())
+        .find(|case| case.body().as_bytes() == body)
 }
 
 struct Written {

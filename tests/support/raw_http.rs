@@ -41,3 +41,12 @@ pub async fn read_request(stream: &mut (impl AsyncRead + Unpin)) -> Option<Vec<u
     }
     Some(buffer)
 }
+
+/// The body of a request as [`read_request`] returns it: what follows the
+/// blank line that ends its head.
+pub fn body_of(request: &[u8]) -> &[u8] {
+    request
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(&[], |at| &request[at + 4..])
+}
