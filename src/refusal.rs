@@ -157,7 +157,13 @@ impl Refusal {
         &self.remedy
     }
 
-    /// The variable the refusal traces back to, when there is one.
+    /// The variable the refusal traces back to, when there is one (the
+    /// report's `source`).
+    pub fn variable(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+
+    /// The variable the refusal traces back to; see [`Refusal::variable`].
     pub fn source(&self) -> Option<&str> {
         self.source.as_deref()
     }
