@@ -17,85 +17,61 @@ use std::net::IpAddr;
 use url::{Host, Url};
 
 use crate::conceal::REDACTED;
+use crate::config::Origin;
 
-/// An engine's address: an `http` or `https` URL without userinfo, with the
-/// variable it came from.
-///
-/// ```
-/// use meterwire::Address;
-///
-/// let address = Address::parse("https://engine.example/v1/predict?key=abc#frag", "CHANT_BEHAVIOUR_ENGINE")?;
-/// assert_eq!(address.to_string(), "https://engine.example/v1/predict?[redacted]#[redacted]");
-/// assert_eq!(address.source(), "CHANT_BEHAVIOUR_ENGINE");
-/// assert!(!address.is_loopback());
-///
-/// assert!(Address::parse("http://127.0.0.1:8080/", "BEHAVIOUR_ENGINE")?.is_loopback());
-/// assert!(Address::parse("grpc://engine.example", "BEHAVIOUR_ENGINE").is_err());
-/// # Ok::<(), meterwire::AddressError>(())
-/// ```
+/// An engine's address: an `http` or `https` URL without userinfo, with
+/// where it came from.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Address {
+pub(crate) struct Address {
     url: Url,
-    source: String,
+    origin: Origin,
 }
 
 /// Why a value cannot be an engine's address. Its `Display` shows the value
 /// redacted.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AddressError {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum AddressError {
     /// Not a URL at all.
-    #[error("{shown} (from {source_variable}) is not a URL: {why}")]
     Malformed {
         /// The value, redacted.
         shown: String,
-        /// The variable that held it.
-        source_variable: String,
+        /// Where it came from.
+        origin: Origin,
         /// What the URL parser objected to (it never quotes the input).
         why: String,
     },
     /// A URL whose scheme is not `http` or `https`.
-    #[error(
-        "{shown} (from {source_variable}) uses the scheme {scheme:?}; only http and https reach an engine"
-    )]
     Scheme {
         /// The value, redacted.
         shown: String,
-        /// The variable that held it.
-        source_variable: String,
+        /// Where it came from.
+        origin: Origin,
         /// The scheme it has, bounded to 32 characters.
         scheme: String,
     },
     /// A URL carrying `user:password@`.
-    #[error(
-        "{shown} (from {source_variable}) carries userinfo (user:password@), which would put a second credential on the wire"
-    )]
     UserInfo {
         /// The value, redacted.
         shown: String,
-        /// The variable that held it.
-        source_variable: String,
+        /// The host (and port) it names, for the remedy.
+        host: String,
+        /// Where it came from.
+        origin: Origin,
     },
 }
 
 impl AddressError {
-    /// The variable that held the rejected value.
-    pub fn source_variable(&self) -> &str {
+    /// Where the rejected value came from.
+    pub(crate) fn origin(&self) -> &Origin {
         match self {
-            AddressError::Malformed {
-                source_variable, ..
-            }
-            | AddressError::Scheme {
-                source_variable, ..
-            }
-            | AddressError::UserInfo {
-                source_variable, ..
-            } => source_variable,
+            AddressError::Malformed { origin, .. }
+            | AddressError::Scheme { origin, .. }
+            | AddressError::UserInfo { origin, .. } => origin,
         }
     }
 
     /// The rejected value, redacted.
-    pub fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         match self {
             AddressError::Malformed { shown, .. }
             | AddressError::Scheme { shown, .. }
@@ -105,62 +81,68 @@ impl AddressError {
 }
 
 impl Address {
-    /// Parses an address read from `source`.
-    pub fn parse(value: &str, source: impl Into<String>) -> Result<Address, AddressError> {
-        let source_variable = source.into();
+    /// Parses an address (trimmed, as a chain's value is) that came from
+    /// `origin`.
+    pub(crate) fn parse(value: &str, origin: Origin) -> Result<Address, AddressError> {
+        if value.trim().is_empty() {
+            return Err(AddressError::Malformed {
+                shown: String::new(),
+                origin,
+                why: "it is blank".to_owned(),
+            });
+        }
         let url = Url::parse(value.trim()).map_err(|e| AddressError::Malformed {
             shown: redact_address(value),
-            source_variable: source_variable.clone(),
+            origin: origin.clone(),
             why: e.to_string(),
         })?;
         if url.scheme() != "http" && url.scheme() != "https" {
             return Err(AddressError::Scheme {
                 shown: redact_url(&url),
-                scheme: crate::conceal::bound(url.scheme(), 32).to_owned(),
-                source_variable,
+                scheme: crate::text::bound(url.scheme(), 32).to_owned(),
+                origin,
             });
         }
         if !url.username().is_empty() || url.password().is_some() {
             return Err(AddressError::UserInfo {
                 shown: redact_url(&url),
-                source_variable,
+                host: host_and_port(&url),
+                origin,
             });
         }
         if url.host().is_none() {
             return Err(AddressError::Malformed {
                 shown: redact_url(&url),
-                source_variable,
+                origin,
                 why: "it names no host".to_owned(),
             });
         }
-        Ok(Address {
-            url,
-            source: source_variable,
-        })
+        Ok(Address { url, origin })
     }
 
-    /// The variable the address came from.
-    pub fn source(&self) -> &str {
-        &self.source
+    /// Where the address came from.
+    pub(crate) fn origin(&self) -> &Origin {
+        &self.origin
     }
 
     /// The host (and port, when one is given), as an operator would check it.
-    pub fn host(&self) -> String {
-        let host = self.url.host_str().unwrap_or_default();
-        match self.url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        }
+    pub(crate) fn host(&self) -> String {
+        host_and_port(&self.url)
+    }
+
+    /// The path, as the engine would be asked for it.
+    pub(crate) fn path(&self) -> &str {
+        self.url.path()
     }
 
     /// Whether the scheme is `https`.
-    pub fn is_https(&self) -> bool {
+    pub(crate) fn is_https(&self) -> bool {
         self.url.scheme() == "https"
     }
 
     /// Whether the host is loopback: `localhost`, `127.0.0.0/8` or `::1`.
     /// Plain `http` is allowed to these alone without an explicit opt-in.
-    pub fn is_loopback(&self) -> bool {
+    pub(crate) fn is_loopback(&self) -> bool {
         match self.url.host() {
             Some(Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
             Some(Host::Ipv4(ip)) => ip.is_loopback(),
@@ -189,8 +171,16 @@ impl fmt::Debug for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Address")
             .field("url", &redact_url(&self.url))
-            .field("source", &self.source)
+            .field("origin", &self.origin)
             .finish()
+    }
+}
+
+fn host_and_port(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
     }
 }
 
@@ -223,14 +213,7 @@ fn redact_url(url: &Url) -> String {
 /// query and fragment as for a URL, and the value of every credential-named
 /// `--flag=value`.
 ///
-/// ```
-/// use meterwire::redact_address;
-///
-/// assert_eq!(redact_address("https://u:p@host/x?k=v"), "https://[redacted]@host/x?[redacted]");
-/// assert_eq!(redact_address("engine --api-key=abc123 --port=9"), "engine --api-key=[redacted] --port=9");
-/// assert_eq!(redact_address("http//broken?secret=1"), "http//broken?[redacted]");
-/// ```
-pub fn redact_address(text: &str) -> String {
+pub(crate) fn redact_address(text: &str) -> String {
     let text = text.trim();
     if let Ok(url) = Url::parse(text)
         && url.has_host()
@@ -293,4 +276,77 @@ fn redact_flags(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(name: &str) -> Origin {
+        Origin::Variable(name.to_owned())
+    }
+
+    #[test]
+    fn an_address_is_shown_without_its_query_and_fragment() {
+        let address = Address::parse(
+            "https://engine.example/v1/predict?key=abc#frag",
+            from("CHANT_BEHAVIOUR_ENGINE"),
+        )
+        .unwrap();
+        assert_eq!(
+            address.to_string(),
+            "https://engine.example/v1/predict?[redacted]#[redacted]"
+        );
+        assert_eq!(address.origin(), &from("CHANT_BEHAVIOUR_ENGINE"));
+        assert!(!address.is_loopback());
+        assert!(!format!("{address:?}").contains("abc"));
+    }
+
+    #[test]
+    fn loopback_is_localhost_127_0_0_0_8_and_ipv6_loopback() {
+        for value in [
+            "http://localhost:8080/",
+            "http://LOCALHOST/",
+            "http://127.0.0.1:8080/",
+            "http://127.9.8.7/",
+            "http://[::1]:9/",
+            "http://[::ffff:127.0.0.1]/",
+        ] {
+            assert!(Address::parse(value, from("E_ENGINE")).unwrap().is_loopback(), "{value}");
+        }
+        for value in ["http://10.0.0.1/", "http://localhost.example/", "http://[::2]/"] {
+            assert!(!Address::parse(value, from("E_ENGINE")).unwrap().is_loopback(), "{value}");
+        }
+    }
+
+    #[test]
+    fn what_is_not_an_engines_address_is_refused() {
+        let err = |value| Address::parse(value, from("E_ENGINE")).unwrap_err();
+        assert!(matches!(err("grpc://engine.example"), AddressError::Scheme { .. }));
+        assert!(matches!(err("not a url"), AddressError::Malformed { .. }));
+        assert!(matches!(err("   "), AddressError::Malformed { .. }));
+        match err("https://user:pa55@engine.example:8443/v1") {
+            AddressError::UserInfo { shown, host, .. } => {
+                assert_eq!(host, "engine.example:8443");
+                assert!(!shown.contains("pa55"), "{shown}");
+            }
+            other => panic!("not userinfo: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_a_url_is_redacted_too() {
+        assert_eq!(
+            redact_address("https://u:p@host/x?k=v"),
+            "https://[redacted]@host/x?[redacted]"
+        );
+        assert_eq!(
+            redact_address("engine --api-key=abc123 --port=9"),
+            "engine --api-key=[redacted] --port=9"
+        );
+        assert_eq!(
+            redact_address("http//broken?secret=1"),
+            "http//broken?[redacted]"
+        );
+    }
 }

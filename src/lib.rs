@@ -15,13 +15,16 @@
 //! in any encoding**: every reason, remedy, error and answer passes through
 //! one [`Concealer`] that knows the token raw, JSON-escaped,
 //! percent-encoded, as HTML character references and as base64, because
-//! refusals get pasted into public merge-request comments.
+//! refusals get pasted into public merge-request comments. How it does that
+//! in linear time is told in `DESIGN.md`, beside the crate's sources.
 //!
 //! # Where the configuration comes from
 //!
-//! Two chains of environment variables, most specific first, read from an
-//! [`Env`] snapshot ([`Env::from_process`] by default). With the default
-//! [`Naming`] and the scope `acme`:
+//! In code ([`HttpTransportBuilder::address`], [`HttpTransportBuilder::token`]),
+//! or from two chains of environment variables, most specific first, read
+//! from an [`Env`] snapshot ([`Env::from_process`] by default). A value given
+//! in code wins over its chain. With the default [`Naming`] and the scope
+//! `acme`:
 //!
 //! | chain | variables, in order |
 //! |---|---|
@@ -31,11 +34,30 @@
 //! # Sending
 //!
 //! ```no_run
-//! use meterwire::{Cause, HttpTransport};
+//! use std::time::Duration;
+//! use meterwire::{Cause, HttpTransport, SecretString};
 //!
-//! # async fn run() -> Result<(), meterwire::BuildError> {
-//! let transport = HttpTransport::builder("acme").build()?;
-//! match transport.send(r#"{"prompt": "the cat sat on the"}"#).await {
+//! #[derive(serde::Serialize)]
+//! struct Question<'a> {
+//!     prompt: &'a str,
+//! }
+//!
+//! # async fn run(key: String) -> Result<(), meterwire::BuildError> {
+//! let transport = HttpTransport::builder("acme")          // the scope: the predictor's name
+//!     .address("https://engine.example/v1/predict")        // optional: wins over the address chain
+//!     .token(SecretString::from(key))                      // optional: wins over the token chain
+//!     .header("engine-version", "2025-01-01")              // optional: on every request
+//!     .build()?;
+//!
+//! let answer = transport.send_json(&Question { prompt: "the cat sat on the" }).await;
+//! let again = transport
+//!     .call(r#"{"prompt": "the cat sat on the"}"#)
+//!     .header("x-trace", "t-1")
+//!     .deadline(Duration::from_secs(5))
+//!     .send()
+//!     .await;
+//! # drop(again);
+//! match answer {
 //!     Ok(answer) => println!("{}", answer.text()),
 //!     Err(refusal) if refusal.cause() == Cause::EngineOverQuota => {
 //!         eprintln!("later: {}", refusal.remedy());
@@ -52,13 +74,11 @@
 //! |---|---|
 //! | `2xx` | an answer |
 //! | `401`, `403` | `no-engine` (the token was rejected) |
-//! | `402` | `engine-out-of-credit` |
+//! | `402`, or a `429` whose error code names the account's credit | `engine-out-of-credit` |
 //! | `429` | `engine-over-quota`, `retry-after` echoed |
-//! | any other status, or the request failed | `engine-unreachable` |
+//! | any other status, or the request failed | `engine-unreachable`, its remedy pointing at the request, the path, the engine's health or the address |
 //! | no address, no token, an unusable token | `no-engine`, nothing sent |
 //! | plain `http` to a remote host, userinfo, not `http(s)` | `engine-unreachable`, nothing sent |
-//!
-//! [`refusal_for_status`] is that table as one pure function.
 //!
 //! # What the transport will not do
 //!
@@ -73,26 +93,49 @@
 #![warn(missing_docs)]
 
 mod address;
-mod child;
+mod answer;
 mod conceal;
-mod detail;
+mod config;
 mod env;
-mod hints;
 mod naming;
 mod refusal;
+mod text;
 mod token;
 mod transport;
-mod wire;
 
-pub use address::{Address, AddressError, redact_address};
-pub use child::{child_command, child_env};
-pub use conceal::{Concealer, REDACTED, bound};
+pub use answer::Answer;
+pub use bytes::Bytes;
+pub use conceal::{Concealer, REDACTED};
 pub use env::Env;
-pub use naming::{AddressChain, Naming, NamingError, Resolved, TokenChain, fold_scope};
+pub use naming::{Naming, NamingError};
 pub use refusal::{Cause, Refusal, Report};
-pub use token::{Token, UnusableToken};
+pub use secrecy::SecretString;
 pub use transport::{
-    Answer, BoxFuture, BuildError, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
+    BuildError, Call, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
     HttpTransportBuilder, Transport, USER_AGENT,
 };
-pub use wire::{Failure, Site, refusal_for_failure, refusal_for_status, refusal_for_status_at};
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+/// Every public type can cross threads and be held across an `.await`, and
+/// none hides from `{:?}`: checked when the crate compiles.
+#[allow(dead_code)]
+fn _assert_impls() {
+    fn public<T: Send + Sync + Unpin + std::fmt::Debug>() {}
+    public::<HttpTransport>();
+    public::<HttpTransportBuilder>();
+    public::<Call>();
+    public::<Answer>();
+    public::<Refusal>();
+    public::<Cause>();
+    public::<Report>();
+    public::<Concealer>();
+    public::<Env>();
+    public::<Naming>();
+    public::<NamingError>();
+    public::<BuildError>();
+    fn object_safe(_: &dyn Transport) {}
+}

@@ -17,6 +17,7 @@
 use std::fmt;
 
 use crate::Env;
+use crate::config::Origin;
 use crate::token::{Token, UnusableToken};
 
 /// How the variables are named: a prefix and a stem.
@@ -29,15 +30,9 @@ use crate::token::{Token, UnusableToken};
 /// ```
 /// use meterwire::Naming;
 ///
-/// let naming = Naming::new("CHANT_BEHAVIOUR", "BEHAVIOUR")?;
-/// assert_eq!(
-///     naming.address_chain("acme").variables(),
-///     ["CHANT_BEHAVIOUR_ENGINE_ACME", "CHANT_BEHAVIOUR_ENGINE", "BEHAVIOUR_ENGINE"],
-/// );
-/// assert_eq!(
-///     naming.token_chain("acme").variables(),
-///     ["CHANT_BEHAVIOUR_TOKEN_ACME", "CHANT_BEHAVIOUR_TOKEN", "BEHAVIOUR_TOKEN"],
-/// );
+/// let naming = Naming::new("ACME_ENGINES", "ENGINES")?;
+/// assert_eq!(naming.engine_variable(), "ACME_ENGINES_ENGINE");
+/// assert_eq!(naming.token_variable(), "ACME_ENGINES_TOKEN");
 /// // A stem that starts with the prefix's engine variable would let a scope
 /// // named `TOKEN` read one variable as both an address and a token.
 /// assert!(Naming::new("ACME", "ACME_ENGINE").is_err());
@@ -108,7 +103,7 @@ impl Naming {
             if !is_variable_name(value) {
                 return Err(NamingError::NotAName {
                     part,
-                    value: crate::conceal::bound(value, 64).to_owned(),
+                    value: crate::text::bound(value, 64).to_owned(),
                 });
             }
         }
@@ -152,12 +147,12 @@ impl Naming {
 
     /// The address chain for a scope. A scope with no letter or digit has no
     /// scoped variable; [`fold_scope`] says how a scope becomes a name.
-    pub fn address_chain(&self, scope: &str) -> AddressChain {
+    pub(crate) fn address_chain(&self, scope: &str) -> AddressChain {
         AddressChain(self.chain("ENGINE", scope))
     }
 
     /// The token chain for a scope.
-    pub fn token_chain(&self, scope: &str) -> TokenChain {
+    pub(crate) fn token_chain(&self, scope: &str) -> TokenChain {
         TokenChain(self.chain("TOKEN", scope))
     }
 
@@ -177,12 +172,7 @@ impl Naming {
 /// characters outside `A-Z0-9` turned into one `_`, with none left at either
 /// end.
 ///
-/// ```
-/// assert_eq!(meterwire::fold_scope("my-lexicon.v2"), "MY_LEXICON_V2");
-/// assert_eq!(meterwire::fold_scope("  Acme  "), "ACME");
-/// assert_eq!(meterwire::fold_scope("--"), "");
-/// ```
-pub fn fold_scope(scope: &str) -> String {
+pub(crate) fn fold_scope(scope: &str) -> String {
     let mut folded = String::with_capacity(scope.len());
     let mut pending_gap = false;
     for c in scope.chars() {
@@ -228,19 +218,19 @@ impl Chain {
 
 /// A value read from a chain, with the name of the variable that held it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     value: String,
     source: String,
 }
 
 impl Resolved {
     /// The trimmed value.
-    pub fn value(&self) -> &str {
+    pub(crate) fn value(&self) -> &str {
         &self.value
     }
 
     /// The variable that held it.
-    pub fn source(&self) -> &str {
+    pub(crate) fn source(&self) -> &str {
         &self.source
     }
 }
@@ -250,7 +240,7 @@ impl Resolved {
 impl fmt::Debug for Resolved {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resolved")
-            .field("value", &crate::redact_address(&self.value))
+            .field("value", &crate::address::redact_address(&self.value))
             .field("source", &self.source)
             .finish()
     }
@@ -258,28 +248,16 @@ impl fmt::Debug for Resolved {
 
 /// The variables an engine's address is read from, most specific first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AddressChain(Chain);
+pub(crate) struct AddressChain(Chain);
 
 impl AddressChain {
     /// The variable names, most specific first.
-    pub fn variables(&self) -> &[String] {
+    pub(crate) fn variables(&self) -> &[String] {
         &self.0.variables
     }
 
     /// The first non-blank value in the chain, trimmed, with its variable.
-    ///
-    /// ```
-    /// use meterwire::{Env, Naming};
-    ///
-    /// let env = Env::from_pairs([
-    ///     ("CHANT_BEHAVIOUR_ENGINE_ACME", "   "),
-    ///     ("BEHAVIOUR_ENGINE", " https://engine.example/v1 "),
-    /// ]);
-    /// let found = Naming::default().address_chain("acme").resolve(&env).unwrap();
-    /// assert_eq!(found.value(), "https://engine.example/v1");
-    /// assert_eq!(found.source(), "BEHAVIOUR_ENGINE");
-    /// ```
-    pub fn resolve(&self, env: &Env) -> Option<Resolved> {
+    pub(crate) fn resolve(&self, env: &Env) -> Option<Resolved> {
         self.0.first(env).map(|(source, value)| Resolved {
             value: value.to_owned(),
             source: source.to_owned(),
@@ -289,11 +267,11 @@ impl AddressChain {
 
 /// The variables a bearer token is read from, most specific first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenChain(Chain);
+pub(crate) struct TokenChain(Chain);
 
 impl TokenChain {
     /// The variable names, most specific first.
-    pub fn variables(&self) -> &[String] {
+    pub(crate) fn variables(&self) -> &[String] {
         &self.0.variables
     }
 
@@ -302,25 +280,82 @@ impl TokenChain {
     /// `Ok(None)` when every variable is unset or blank; an error, naming the
     /// variable but never the value, when the winning value cannot be sent as
     /// a header value.
-    ///
-    /// ```
-    /// use meterwire::{Env, Naming};
-    ///
-    /// let chain = Naming::default().token_chain("acme");
-    /// let env = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN", "mw-0123456789")]);
-    /// let token = chain.resolve(&env)?.unwrap();
-    /// assert_eq!(token.source(), "CHANT_BEHAVIOUR_TOKEN");
-    /// assert!(!format!("{token:?}").contains("mw-0123456789"));
-    ///
-    /// let broken = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN", "mw-01\n23")]);
-    /// let err = chain.resolve(&broken).unwrap_err();
-    /// assert_eq!(err.source_variable(), "CHANT_BEHAVIOUR_TOKEN");
-    /// # Ok::<(), meterwire::UnusableToken>(())
-    /// ```
-    pub fn resolve(&self, env: &Env) -> Result<Option<Token>, UnusableToken> {
+    pub(crate) fn resolve(&self, env: &Env) -> Result<Option<Token>, UnusableToken> {
         match self.0.first(env) {
             None => Ok(None),
-            Some((source, value)) => Token::new(value, source).map(Some),
+            Some((source, value)) => {
+                Token::new(value, Origin::Variable(source.to_owned())).map(Some)
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_chain_reads_the_scope_then_the_prefix_then_the_stem() {
+        let naming = Naming::default();
+        assert_eq!(
+            naming.address_chain("acme").variables(),
+            ["CHANT_BEHAVIOUR_ENGINE_ACME", "CHANT_BEHAVIOUR_ENGINE", "BEHAVIOUR_ENGINE"],
+        );
+        assert_eq!(
+            naming.token_chain("acme").variables(),
+            ["CHANT_BEHAVIOUR_TOKEN_ACME", "CHANT_BEHAVIOUR_TOKEN", "BEHAVIOUR_TOKEN"],
+        );
+    }
+
+    #[test]
+    fn a_scope_folds_to_upper_case_words_joined_by_one_underscore() {
+        assert_eq!(fold_scope("my-lexicon.v2"), "MY_LEXICON_V2");
+        assert_eq!(fold_scope("  Acme  "), "ACME");
+        assert_eq!(fold_scope("__a__b__"), "A_B");
+        assert_eq!(fold_scope("--"), "");
+        assert_eq!(fold_scope("café"), "CAF");
+    }
+
+    #[test]
+    fn the_first_non_blank_value_wins_trimmed() {
+        let env = Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE_ACME", "   "),
+            ("BEHAVIOUR_ENGINE", " https://engine.example/v1 "),
+        ]);
+        let found = Naming::default()
+            .address_chain("acme")
+            .resolve(&env)
+            .expect("an address");
+        assert_eq!(found.value(), "https://engine.example/v1");
+        assert_eq!(found.source(), "BEHAVIOUR_ENGINE");
+        assert!(!format!("{found:?}").contains("CHANT_BEHAVIOUR_ENGINE_ACME"));
+    }
+
+    #[test]
+    fn a_token_chain_yields_a_token_or_says_which_variable_is_unusable() {
+        let chain = Naming::default().token_chain("acme");
+        let env = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN", "mw-0123456789")]);
+        let token = chain.resolve(&env).expect("usable").expect("present");
+        assert_eq!(
+            token.origin(),
+            &Origin::Variable("CHANT_BEHAVIOUR_TOKEN".to_owned())
+        );
+        let broken = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN_ACME", "mw-01\n23")]);
+        let err = chain.resolve(&broken).expect_err("unusable");
+        assert_eq!(
+            err.origin().variable(),
+            Some("CHANT_BEHAVIOUR_TOKEN_ACME")
+        );
+        assert!(chain.resolve(&Env::new()).expect("no error").is_none());
+    }
+
+    #[test]
+    fn namings_whose_chains_could_overlap_are_refused() {
+        assert!(Naming::new("ACME", "ACME").is_err());
+        assert!(Naming::new("ACME", "ACME_ENGINE").is_err());
+        assert!(Naming::new("ACME", "ACME_TOKEN_X").is_err());
+        assert!(Naming::new("ACME", "ACME_ENGINEX").is_ok());
+        assert!(Naming::new("acme", "STEM").is_err());
+        assert!(Naming::new("A__B", "STEM").is_err());
     }
 }

@@ -3,7 +3,8 @@
 //! The token is the one secret the crate holds: anyone who reads it can spend
 //! the account it names. It lives in a [`secrecy::SecretString`], its `Debug`
 //! prints only the variable it came from, and [`Token::arm`] is the single
-//! function that calls `expose_secret()`: it turns the value into the
+//! function that calls `expose_secret()` (besides `from_secret`, which
+//! only checks it): it turns the value into the
 //! `authorization` header (marked sensitive, so HTTP/2 never indexes it and
 //! debug output hides it) and into the [`Concealer`] that removes it from
 //! everything the crate prints.
@@ -19,57 +20,45 @@ use std::fmt;
 use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 
+use crate::config::Origin;
 use crate::{Concealer, Env};
 
-/// A bearer token read from a variable of the token chain.
-///
-/// ```
-/// use meterwire::Token;
-///
-/// let token = Token::new("mw-0123456789abcdef", "CHANT_BEHAVIOUR_TOKEN")?;
-/// assert_eq!(token.source(), "CHANT_BEHAVIOUR_TOKEN");
-/// assert_eq!(format!("{token:?}"), "Token { source: \"CHANT_BEHAVIOUR_TOKEN\" }");
-///
-/// let err = Token::new("mw 0123", "CHANT_BEHAVIOUR_TOKEN").unwrap_err();
-/// assert!(err.to_string().contains("CHANT_BEHAVIOUR_TOKEN"));
-/// assert!(!err.to_string().contains("0123"));
-/// # Ok::<(), meterwire::UnusableToken>(())
-/// ```
+/// A bearer token, with where it came from.
 #[derive(Clone)]
-pub struct Token {
+pub(crate) struct Token {
     value: SecretString,
-    source: String,
+    origin: Origin,
 }
 
-/// A token value that cannot be sent as a header value. It names the variable
-/// and what is wrong, never the value.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the token in {source_variable} {problem}, so it cannot be sent as a header value")]
-pub struct UnusableToken {
-    source_variable: String,
+/// A token value that cannot be sent as a header value. It names where the
+/// value came from and what is wrong, never the value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct UnusableToken {
+    origin: Origin,
     problem: &'static str,
 }
 
 impl UnusableToken {
-    /// The variable that held the value.
-    pub fn source_variable(&self) -> &str {
-        &self.source_variable
+    /// Where the value came from.
+    pub(crate) fn origin(&self) -> &Origin {
+        &self.origin
     }
 
     /// What is wrong with the value, without the value: for example
     /// `"holds a line break"`.
-    pub fn problem(&self) -> &'static str {
+    pub(crate) fn problem(&self) -> &'static str {
         self.problem
     }
 }
 
 impl Token {
-    /// A token from its value and the variable that held it.
+    /// A token from its value (trimmed, as a chain's value is) and where it
+    /// came from.
     ///
     /// The value must be visible ASCII (`0x21`–`0x7E`) throughout; the error
     /// says which kind of character broke that rule, never where or what.
-    pub fn new(value: &str, source: impl Into<String>) -> Result<Token, UnusableToken> {
-        let source = source.into();
+    pub(crate) fn new(value: &str, origin: Origin) -> Result<Token, UnusableToken> {
+        let value = value.trim();
         let problem = if value.is_empty() {
             Some("is empty")
         } else if value.bytes().any(|b| b == b'\n' || b == b'\r') {
@@ -84,24 +73,26 @@ impl Token {
             None
         };
         match problem {
-            Some(problem) => Err(UnusableToken {
-                source_variable: source,
-                problem,
-            }),
+            Some(problem) => Err(UnusableToken { origin, problem }),
             None => Ok(Token {
                 value: SecretString::from(value),
-                source,
+                origin,
             }),
         }
     }
 
-    /// The variable the token came from: the only thing about it that is
-    /// ever printed.
-    pub fn source(&self) -> &str {
-        &self.source
+    /// A token given in code, checked like a chain's value.
+    pub(crate) fn from_secret(secret: &SecretString, origin: Origin) -> Result<Token, UnusableToken> {
+        Token::new(secret.expose_secret(), origin)
     }
 
-    /// The one place the value is exposed: it becomes the sensitive
+    /// Where the token came from: the only thing about it that is ever
+    /// printed.
+    pub(crate) fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+/// The one place the value is exposed: it becomes the sensitive
     /// `authorization` header and the concealer that removes it (and the
     /// credential-shaped values of `env`) from every outward string.
     pub(crate) fn arm(&self, env: &Env) -> (HeaderValue, Concealer) {
@@ -119,7 +110,50 @@ impl Token {
 impl fmt::Debug for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Token")
-            .field("source", &self.source)
+            .field("origin", &self.origin)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(name: &str) -> Origin {
+        Origin::Variable(name.to_owned())
+    }
+
+    #[test]
+    fn debug_shows_where_the_token_came_from_and_never_the_value() {
+        let token = Token::new("mw-0123456789abcdef", from("CHANT_BEHAVIOUR_TOKEN")).unwrap();
+        let shown = format!("{token:?}");
+        assert!(shown.contains("CHANT_BEHAVIOUR_TOKEN"));
+        assert!(!shown.contains("0123456789"));
+    }
+
+    #[test]
+    fn values_that_cannot_be_a_header_are_refused_by_kind() {
+        for (value, problem) in [
+            ("", "is empty"),
+            ("   ", "is empty"),
+            ("mw-01\n23", "holds a line break"),
+            ("mw-01\r23", "holds a line break"),
+            ("mw 0123", "holds a space or tab"),
+            ("mw\t0123", "holds a space or tab"),
+            ("mw\u{7f}0123", "holds a control character"),
+            ("mw-0123é", "holds a character outside visible ASCII"),
+        ] {
+            let err = Token::new(value, from("T_TOKEN")).unwrap_err();
+            assert_eq!(err.problem(), problem, "{value:?}");
+            assert_eq!(err.origin(), &from("T_TOKEN"));
+        }
+    }
+
+    #[test]
+    fn a_token_is_trimmed_like_a_chains_value() {
+        let token = Token::new("  mw-0123456789  ", from("T_TOKEN")).unwrap();
+        let (header, _) = token.arm(&Env::new());
+        assert!(header.is_sensitive());
+        assert_eq!(header, "Bearer mw-0123456789");
     }
 }

@@ -1,11 +1,9 @@
 //! The HTTP transport: one scope, one engine, one account.
 //!
 //! Everything that can be decided without the network is decided when the
-//! transport is built: the chains are resolved, the address is parsed and
-//! checked, the token is checked and armed. A configuration that cannot send
-//! becomes a stored [`Refusal`] that every [`HttpTransport::send`] returns
-//! without opening a connection: a missing token must never cost a request,
-//! and a token with a line break must never reach a socket.
+//! transport is built (see the `config` module): a configuration that
+//! cannot send becomes a stored [`Refusal`] that every send returns without
+//! opening a connection.
 //!
 //! The client underneath is configured against the three ways a bearer
 //! header leaks in transit:
@@ -26,20 +24,23 @@
 
 use std::fmt;
 use std::future::Future;
-use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Certificate, Client, Proxy, Response, redirect};
-use serde::de::DeserializeOwned;
+use secrecy::SecretString;
+use serde::Serialize;
 use tokio::time::{Instant, timeout_at};
 
-use crate::detail::DETAIL_READ_LIMIT;
-use crate::wire::{self, Failure, Site, refusal_for_failure, refusal_for_status};
-use crate::{Address, Concealer, Env, Naming, NamingError, Refusal};
+use crate::config::{self, Armed, Given, HeaderProblem};
+use crate::refusal::evidence::request_id::request_id;
+use crate::refusal::evidence::words::{DETAIL_READ_LIMIT, engine_value};
+use crate::refusal::failure::{self, Failure, classify, refusal_for_failure};
+use crate::refusal::status::refusal_for_status;
+use crate::{Answer, Concealer, Env, Naming, NamingError, Refusal};
 
 /// The deadline when none is set: 30 seconds for connect, headers and body.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(30_000);
@@ -50,21 +51,28 @@ pub const DEFAULT_MAX_ANSWER_BYTES: u64 = 32 * 1024 * 1024;
 /// The `user-agent` every request carries: the crate and its version.
 pub const USER_AGENT: &str = concat!("meterwire/", env!("CARGO_PKG_VERSION"));
 
-/// A boxed, sendable future, as [`Transport::send`] returns.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// How many characters of a request id an answer keeps.
+const REQUEST_ID_LIMIT: usize = 100;
 
 /// What a predictor depends on: send a body, get an answer or a refusal.
 ///
-/// [`HttpTransport`] is the real one; a predictor's own tests can implement
-/// this with canned answers and refusals.
+/// [`HttpTransport`] is the real one. It is implemented for `&T`, `Arc<T>`
+/// and `Box<T>` too, so a predictor can hold `Arc<dyn Transport>` and its
+/// tests can pass a fake with canned answers and refusals:
 ///
 /// ```
-/// use meterwire::{Answer, BoxFuture, Cause, Refusal, Transport};
+/// use std::future::Future;
+/// use std::pin::Pin;
+/// use std::sync::Arc;
+/// use meterwire::{Answer, Bytes, Cause, Refusal, Transport};
 ///
 /// struct OutOfCredit;
 ///
 /// impl Transport for OutOfCredit {
-///     fn send(&self, _body: bytes::Bytes) -> BoxFuture<'_, Result<Answer, Refusal>> {
+///     fn send(
+///         &self,
+///         _body: Bytes,
+///     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
 ///         Box::pin(async {
 ///             Err(Refusal::new(
 ///                 Cause::EngineOutOfCredit,
@@ -76,56 +84,35 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///     }
 /// }
 ///
-/// let transport: Box<dyn Transport> = Box::new(OutOfCredit);
-/// # drop(transport);
+/// let shared: Arc<dyn Transport> = Arc::new(OutOfCredit);
+/// # let _ = &shared;
 /// ```
 pub trait Transport: Send + Sync {
     /// Sends `body` and returns the engine's answer or a refusal.
-    fn send(&self, body: Bytes) -> BoxFuture<'_, Result<Answer, Refusal>>;
+    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>>;
 }
 
-/// The engine's answer: a `2xx` body, as concealed text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Answer {
-    status: u16,
-    text: String,
+impl<T: Transport + ?Sized> Transport for &T {
+    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        (**self).send(body)
+    }
 }
 
-impl Answer {
-    /// An answer from its parts, for a predictor's tests and fakes.
-    pub fn new(status: u16, text: impl Into<String>) -> Answer {
-        Answer {
-            status,
-            text: text.into(),
-        }
+impl<T: Transport + ?Sized> Transport for Arc<T> {
+    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        (**self).send(body)
     }
+}
 
-    /// The HTTP status, a `2xx`.
-    pub fn status(&self) -> u16 {
-        self.status
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        (**self).send(body)
     }
+}
 
-    /// The body, with the token concealed in every form.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// The body, owned.
-    pub fn into_text(self) -> String {
-        self.text
-    }
-
-    /// The body parsed as JSON into `T`. The predictor validates the shape;
-    /// the transport only promises it is UTF-8 text.
-    ///
-    /// ```
-    /// let answer = meterwire::Answer::new(200, r#"{"score": 0.5}"#);
-    /// let value: serde_json::Value = answer.json()?;
-    /// assert_eq!(value["score"], 0.5);
-    /// # Ok::<(), serde_json::Error>(())
-    /// ```
-    pub fn json<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(&self.text)
+impl Transport for HttpTransport {
+    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        Box::pin(HttpTransport::send(self, body))
     }
 }
 
@@ -154,6 +141,12 @@ pub enum BuildError {
         /// The proxy as given, redacted.
         shown: String,
     },
+    /// A header given with [`HttpTransportBuilder::header`] cannot be sent:
+    /// its name is not a header name or is one the transport sets itself,
+    /// or its value is not header-safe or holds a secret. The message names
+    /// the header, never its value.
+    #[error("{0}: fix or drop it where the predictor calls HttpTransportBuilder::header")]
+    Header(String),
     /// The HTTP client could not be set up (the TLS backend failed to load).
     #[error(
         "the HTTP client could not be set up: the TLS backend or its trust store failed to load"
@@ -165,13 +158,13 @@ pub enum BuildError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use meterwire::{Env, HttpTransport};
+/// use meterwire::{Env, HttpTransport, SecretString};
 ///
 /// let transport = HttpTransport::builder("acme")
-///     .env(Env::from_pairs([
-///         ("CHANT_BEHAVIOUR_ENGINE", "http://127.0.0.1:9/v1"),
-///         ("CHANT_BEHAVIOUR_TOKEN", "mw-0123456789"),
-///     ]))
+///     .address("http://127.0.0.1:9/v1/predict")
+///     .token(SecretString::from("mw-0123456789"))
+///     .header("engine-version", "2025-01-01")
+///     .env(Env::new())
 ///     .deadline(Duration::from_millis(500))
 ///     .max_answer_bytes(1 << 20)
 ///     .build()?;
@@ -183,6 +176,9 @@ pub struct HttpTransportBuilder {
     scope: String,
     naming: Naming,
     env: Option<Env>,
+    address: Option<String>,
+    token: Option<SecretString>,
+    headers: Vec<(String, String)>,
     deadline: Duration,
     max_answer_bytes: u64,
     ca_pems: Vec<Vec<u8>>,
@@ -190,7 +186,63 @@ pub struct HttpTransportBuilder {
     allow_plaintext: bool,
 }
 
+/// Shows the configuration without a secret: the address redacted, whether
+/// a token was given (never what), header names without their values.
+impl fmt::Debug for HttpTransportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("HttpTransportBuilder")
+            .field("scope", &self.scope)
+            .field("naming", &self.naming)
+            .field("env", &self.env)
+            .field(
+                "address",
+                &self.address.as_deref().map(crate::address::redact_address),
+            )
+            .field("token", &self.token.as_ref().map(|_| "given in code"))
+            .field("headers", &names)
+            .field("deadline", &self.deadline)
+            .field("max_answer_bytes", &self.max_answer_bytes)
+            .field("ca_certificates", &self.ca_pems.len())
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(crate::address::redact_address),
+            )
+            .field("allow_plaintext", &self.allow_plaintext)
+            .finish()
+    }
+}
+
 impl HttpTransportBuilder {
+    /// The engine's address, given in code: it wins over the address chain
+    /// and is checked exactly like a chain's value. Refusals then say "given
+    /// in code" and their remedies name this method and the chain's
+    /// variable.
+    pub fn address(mut self, address: impl Into<String>) -> Self {
+        self.address = Some(address.into());
+        self
+    }
+
+    /// The bearer token, given in code: it wins over the token chain and is
+    /// checked exactly like a chain's value (visible ASCII, no line breaks).
+    pub fn token(mut self, token: SecretString) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// A non-secret header on every request, such as an engine's version
+    /// header. [`build`](Self::build) fails with [`BuildError::Header`] for
+    /// a name that is not a header name, a value that is not header-safe,
+    /// a header the transport sets itself (`authorization`,
+    /// `proxy-authorization`, `cookie`, `host`, `content-length`,
+    /// `transfer-encoding`, `connection`, `keep-alive`, `te`, `upgrade`,
+    /// `idempotency-key`), and a value in which the concealer finds a
+    /// secret. A later header of the same name replaces an earlier one.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
     /// The naming of the chains; [`Naming::default`] when not set.
     pub fn naming(mut self, naming: Naming) -> Self {
         self.naming = naming;
@@ -205,7 +257,7 @@ impl HttpTransportBuilder {
     }
 
     /// The deadline for connect, headers and the whole body; 30 000 ms when
-    /// not set.
+    /// not set. [`Call::deadline`] replaces it for one call.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
@@ -240,17 +292,17 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// Builds the transport, resolving the chains now.
+    /// Builds the transport, resolving the address and the token now.
     ///
     /// Fails only for a configuration that is wrong in itself (an empty
-    /// scope, a zero deadline or cap, a CA that is not PEM, a bad proxy URL).
-    /// An environment that cannot send (no address, no token, a forbidden
-    /// address) still builds: [`HttpTransport::refusal`] holds the refusal
-    /// every send returns.
+    /// scope, a zero deadline or cap, a CA that is not PEM, a bad proxy URL,
+    /// a header that cannot be sent). An environment that cannot send (no
+    /// address, no usable token, a forbidden address) still builds:
+    /// [`HttpTransport::refusal`] holds the refusal every send returns.
     pub fn build(self) -> Result<HttpTransport, BuildError> {
-        if crate::fold_scope(&self.scope).is_empty() {
+        if crate::naming::fold_scope(&self.scope).is_empty() {
             return Err(BuildError::Scope(NamingError::EmptyScope {
-                scope: crate::conceal::bound(&self.scope, 64).to_owned(),
+                scope: crate::text::bound(&self.scope, 64).to_owned(),
             }));
         }
         if self.deadline.is_zero() {
@@ -268,36 +320,36 @@ impl HttpTransportBuilder {
             }
             certs.extend(bundle);
         }
+        // No client-wide timeout: each call's own deadline covers connect,
+        // headers and body (`timeout_at` in `execute`), and a call may be
+        // given a longer one than the transport's.
         let mut client = Client::builder()
             .no_proxy()
             .redirect(redirect::Policy::none())
-            .timeout(self.deadline)
-            .connect_timeout(self.deadline)
             .user_agent(USER_AGENT)
             .tls_certs_merge(certs);
         if let Some(proxy) = &self.proxy {
             let proxy = Proxy::all(proxy.as_str()).map_err(|_| BuildError::Proxy {
-                shown: crate::redact_address(proxy),
+                shown: crate::address::redact_address(proxy),
             })?;
             client = client.proxy(proxy);
         }
         let client = client.build().map_err(|_| BuildError::Client)?;
 
         let env = self.env.unwrap_or_else(Env::from_process);
-        let (token, concealer) = arm(&self.naming, &self.scope, &env);
-        let plan = plan(
-            &self.naming,
-            &self.scope,
-            &env,
-            self.allow_plaintext,
-            token,
-            &concealer,
-        );
+        let given = Given {
+            address: self.address,
+            token: self.token,
+        };
+        let plan = config::plan(&self.naming, &self.scope, &env, given, self.allow_plaintext);
+        let headers = header_map(&self.headers, &plan.concealer)
+            .map_err(|problem| BuildError::Header(problem.describe()))?;
         Ok(HttpTransport {
             inner: Arc::new(Inner {
                 client,
-                plan,
-                concealer,
+                armed: plan.armed,
+                concealer: plan.concealer,
+                headers,
                 scope: self.scope,
                 deadline: self.deadline,
                 max_answer_bytes: self.max_answer_bytes,
@@ -306,59 +358,18 @@ impl HttpTransportBuilder {
     }
 }
 
-/// The token chain's outcome, with the token armed (its header and the
-/// concealer built from it) when there is one; the concealer conceals the
-/// snapshot's credential-named values either way.
-fn arm(naming: &Naming, scope: &str, env: &Env) -> (TokenOutcome, Concealer) {
-    match naming.token_chain(scope).resolve(env) {
-        Ok(Some(token)) => {
-            let (authorization, concealer) = token.arm(env);
-            (TokenOutcome::Armed(token, authorization), concealer)
-        }
-        Ok(None) => (TokenOutcome::Missing, Concealer::with_env([], env)),
-        Err(unusable) => (
-            TokenOutcome::Unusable(unusable),
-            Concealer::with_env([], env),
-        ),
-    }
-}
-
-enum TokenOutcome {
-    Armed(crate::Token, HeaderValue),
-    Missing,
-    Unusable(crate::UnusableToken),
-}
-
-/// Resolves the address and decides, before any connection, whether a send
-/// can happen at all: address problems first, since a token refusal names
-/// the address.
-fn plan(
-    naming: &Naming,
-    scope: &str,
-    env: &Env,
-    allow_plaintext: bool,
-    token: TokenOutcome,
+/// Checks caller headers and gathers them; a later one of the same name
+/// replaces an earlier one.
+fn header_map(
+    headers: &[(String, String)],
     concealer: &Concealer,
-) -> Result<Armed, Refusal> {
-    let resolved = naming
-        .address_chain(scope)
-        .resolve(env)
-        .ok_or_else(|| wire::no_address(naming, scope, concealer))?;
-    let address = Address::parse(resolved.value(), resolved.source())
-        .map_err(|error| wire::bad_address(scope, &error, concealer))?;
-    if !address.is_https() && !address.is_loopback() && !allow_plaintext {
-        return Err(wire::plaintext(scope, &address, concealer));
+) -> Result<HeaderMap, HeaderProblem> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let (name, value) = config::check_header(name, value, concealer)?;
+        map.insert(name, value);
     }
-    match token {
-        TokenOutcome::Armed(token, authorization) => Ok(Armed {
-            site: Site::new(scope, address, token.source()).with_concealer(concealer.clone()),
-            authorization,
-        }),
-        TokenOutcome::Missing => Err(wire::no_token(naming, scope, &address, concealer)),
-        TokenOutcome::Unusable(unusable) => {
-            Err(wire::unusable_token(scope, &address, &unusable, concealer))
-        }
-    }
+    Ok(map)
 }
 
 /// Sends JSON bodies to one engine for one scope, and turns what comes back
@@ -387,35 +398,28 @@ pub struct HttpTransport {
 
 struct Inner {
     client: Client,
-    plan: Result<Armed, Refusal>,
+    armed: Result<Armed, Refusal>,
     concealer: Concealer,
+    headers: HeaderMap,
     scope: String,
     deadline: Duration,
     max_answer_bytes: u64,
-}
-
-struct Armed {
-    site: Site,
-    authorization: HeaderValue,
 }
 
 impl fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("HttpTransport");
         debug.field("scope", &self.inner.scope);
-        match &self.inner.plan {
+        match &self.inner.armed {
             Ok(armed) => debug
-                .field(
-                    "address",
-                    &self
-                        .inner
-                        .concealer
-                        .conceal(&armed.site.address().to_string()),
-                )
-                .field("token_source", &armed.site.token_source()),
+                .field("address", &armed.site.shown_address())
+                .field("address_origin", armed.site.address().origin())
+                .field("token_origin", armed.site.token()),
             Err(refusal) => debug.field("refusal", &refusal.cause()),
         };
+        let names: Vec<&str> = self.inner.headers.keys().map(HeaderName::as_str).collect();
         debug
+            .field("headers", &names)
             .field("deadline", &self.inner.deadline)
             .field("max_answer_bytes", &self.inner.max_answer_bytes)
             .finish()
@@ -429,6 +433,9 @@ impl HttpTransport {
             scope: scope.into(),
             naming: Naming::default(),
             env: None,
+            address: None,
+            token: None,
+            headers: Vec::new(),
             deadline: DEFAULT_DEADLINE,
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
             ca_pems: Vec::new(),
@@ -438,10 +445,10 @@ impl HttpTransport {
     }
 
     /// The refusal every send returns without contacting anything, when the
-    /// environment cannot send (no address, no usable token, a forbidden
+    /// configuration cannot send (no address, no usable token, a forbidden
     /// address); `None` when sends go to the wire.
     pub fn refusal(&self) -> Option<&Refusal> {
-        self.inner.plan.as_ref().err()
+        self.inner.armed.as_ref().err()
     }
 
     /// The concealer this transport passes every outward string through,
@@ -450,30 +457,108 @@ impl HttpTransport {
         &self.inner.concealer
     }
 
-    /// The deadline of one send.
+    /// The deadline of one send, unless a call sets its own.
     pub fn deadline(&self) -> Duration {
         self.inner.deadline
     }
 
     /// Sends `body`, byte for byte, as a JSON `POST`, and returns the
-    /// engine's answer or a refusal. Never retries.
+    /// engine's answer or a refusal.
     pub async fn send(&self, body: impl Into<Bytes>) -> Result<Answer, Refusal> {
-        let armed = match &self.inner.plan {
+        self.execute(body.into(), None, None).await
+    }
+
+    /// Serializes `request` with `serde_json` and sends it. A value that
+    /// cannot be serialized (a map with non-string keys, a `Serialize`
+    /// implementation that fails) is `engine-unreachable` with nothing
+    /// sent, like any malformed request.
+    ///
+    /// ```no_run
+    /// # async fn run(transport: meterwire::HttpTransport) {
+    /// #[derive(serde::Serialize)]
+    /// struct Question<'a> {
+    ///     prompt: &'a str,
+    /// }
+    /// let answer = transport.send_json(&Question { prompt: "the cat sat on the" }).await;
+    /// # drop(answer);
+    /// # }
+    /// ```
+    pub async fn send_json<T: Serialize + ?Sized>(&self, request: &T) -> Result<Answer, Refusal> {
+        match serde_json::to_vec(request) {
+            Ok(body) => self.execute(Bytes::from(body), None, None).await,
+            Err(error) => Err(self.refuse_unsent(Failure::Unserializable(
+                failure::serialize_category(&error),
+            ))),
+        }
+    }
+
+    /// One send with options of its own: headers, a deadline, an
+    /// idempotency key.
+    ///
+    /// ```no_run
+    /// # async fn run(transport: meterwire::HttpTransport) {
+    /// use std::time::Duration;
+    ///
+    /// let answer = transport
+    ///     .call(r#"{"prompt": "the cat sat on the"}"#)
+    ///     .header("x-trace", "t-1")
+    ///     .deadline(Duration::from_secs(5))
+    ///     .idempotency_key("order-7")
+    ///     .send()
+    ///     .await;
+    /// # drop(answer);
+    /// # }
+    /// ```
+    pub fn call(&self, body: impl Into<Bytes>) -> Call {
+        Call {
+            transport: self.clone(),
+            body: body.into(),
+            headers: Vec::new(),
+            deadline: None,
+            idempotency_key: None,
+        }
+    }
+
+    /// A refusal for a call that could not be sent: the configuration's own
+    /// refusal when it has one, else `failure` (nothing sent, no attempt).
+    fn refuse_unsent(&self, failure: Failure) -> Refusal {
+        match &self.inner.armed {
+            Ok(armed) => refusal_for_failure(&armed.site, &failure),
+            Err(refusal) => refusal.clone(),
+        }
+    }
+
+    async fn execute(
+        &self,
+        body: Bytes,
+        extra: Option<HeaderMap>,
+        deadline: Option<Duration>,
+    ) -> Result<Answer, Refusal> {
+        let armed = match &self.inner.armed {
             Ok(armed) => armed,
             Err(refusal) => return Err(refusal.clone()),
         };
-        let deadline = Instant::now() + self.inner.deadline;
-        let ms = u64::try_from(self.inner.deadline.as_millis()).unwrap_or(u64::MAX);
-        let failed = |failure: Failure| refusal_for_failure(&armed.site, &failure);
+        let started = Instant::now();
+        let budget = deadline.unwrap_or(self.inner.deadline);
+        let deadline = started + budget;
+        let ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
+        let failed =
+            |failure: Failure| refusal_for_failure(&armed.site, &failure).with_attempts(1);
 
+        let mut headers = HeaderMap::with_capacity(4 + self.inner.headers.len());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        for (name, value) in self.inner.headers.iter().chain(extra.iter().flatten()) {
+            headers.insert(name.clone(), value.clone());
+        }
+        headers.insert(AUTHORIZATION, armed.authorization.clone());
         let request = self
             .inner
             .client
             .post(armed.site.address().url().clone())
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .header(ACCEPT, HeaderValue::from_static("application/json"))
-            .header(AUTHORIZATION, armed.authorization.clone())
-            .body(body.into());
+            .headers(headers)
+            .timeout(budget)
+            .body(body);
         let response = match timeout_at(deadline, request.send()).await {
             Err(_) => return Err(failed(Failure::Deadline { ms })),
             Ok(Err(error)) => return Err(failed(classify(&error, ms))),
@@ -484,8 +569,11 @@ impl HttpTransport {
         if !response.status().is_success() {
             let headers = response.headers().clone();
             let head = read_head(response, deadline).await;
-            return Err(refusal_for_status(&armed.site, status, &headers, &head)
-                .unwrap_or_else(|| failed(Failure::Other)));
+            return Err(
+                refusal_for_status(&armed.site, status, &headers, &head, SystemTime::now())
+                    .unwrap_or_else(|| failed(Failure::Other))
+                    .with_attempts(1),
+            );
         }
 
         let cap = self.inner.max_answer_bytes;
@@ -495,6 +583,9 @@ impl HttpTransport {
                 declared: Some(declared),
             }));
         }
+        let request_id = request_id(response.headers())
+            .map(|id| engine_value(id, &self.inner.concealer, REQUEST_ID_LIMIT))
+            .filter(|id| !id.is_empty());
         let body = read_capped(response, cap, deadline, ms)
             .await
             .map_err(failed)?;
@@ -503,13 +594,91 @@ impl HttpTransport {
             std::borrow::Cow::Borrowed(_) => text,
             std::borrow::Cow::Owned(concealed) => concealed,
         };
-        Ok(Answer { status, text })
+        Ok(Answer::received(status, text, request_id, 1, started.elapsed()))
     }
 }
 
-impl Transport for HttpTransport {
-    fn send(&self, body: Bytes) -> BoxFuture<'_, Result<Answer, Refusal>> {
-        Box::pin(HttpTransport::send(self, body))
+/// One send with options of its own, from [`HttpTransport::call`]. Nothing
+/// happens until [`Call::send`].
+#[must_use = "a call sends nothing until `send().await`"]
+pub struct Call {
+    transport: HttpTransport,
+    body: Bytes,
+    headers: Vec<(String, String)>,
+    deadline: Option<Duration>,
+    idempotency_key: Option<String>,
+}
+
+/// Shows the call without its body or header values.
+impl fmt::Debug for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Call")
+            .field("transport", &self.transport)
+            .field("body_bytes", &self.body.len())
+            .field("headers", &names)
+            .field("deadline", &self.deadline)
+            .field("idempotency_key", &self.idempotency_key.is_some())
+            .finish()
+    }
+}
+
+impl Call {
+    /// A non-secret header on this request, besides the transport's own
+    /// (replacing one of the same name). Checked as
+    /// [`HttpTransportBuilder::header`] checks; a header that cannot be sent
+    /// makes [`send`](Self::send) refuse with `engine-unreachable`, nothing
+    /// sent, the reason naming the header but never its value.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The deadline of this call, in place of the transport's: connect,
+    /// headers and the whole body.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Sends `Idempotency-Key: "<key>"` (the IETF draft's quoted string), so
+    /// an engine that honours it can tell a repeat of this request from a
+    /// new one. The key is not a secret: it must be visible ASCII without
+    /// quotes or backslashes, and a key in which the concealer finds a
+    /// secret is refused like a bad header.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// Sends the call and returns the engine's answer or a refusal.
+    pub async fn send(self) -> Result<Answer, Refusal> {
+        let transport = &self.transport;
+        let concealer = transport.concealer();
+        let mut extra = match header_map(&self.headers, concealer) {
+            Ok(map) => map,
+            Err(problem) => {
+                return Err(transport.refuse_unsent(Failure::Unsendable(problem.describe())));
+            }
+        };
+        if let Some(key) = &self.idempotency_key {
+            match config::idempotency_header(key, concealer) {
+                Ok(value) => {
+                    extra.insert(HeaderName::from_static("idempotency-key"), value);
+                }
+                Err(problem) => {
+                    return Err(transport.refuse_unsent(Failure::Unsendable(problem.describe())));
+                }
+            }
+        }
+        if self.deadline.is_some_and(|deadline| deadline.is_zero()) {
+            return Err(transport.refuse_unsent(Failure::Unsendable(
+                "the call's deadline is zero, which no engine can meet".to_owned(),
+            )));
+        }
+        transport
+            .execute(self.body, Some(extra), self.deadline)
+            .await
     }
 }
 
@@ -586,94 +755,3 @@ async fn read_capped(
     }
 }
 
-/// Names what failed from the error's causes, never from its `Display`
-/// (which carries the full URL, query and all).
-fn classify(error: &reqwest::Error, ms: u64) -> Failure {
-    if error.is_timeout() {
-        return Failure::Deadline { ms };
-    }
-    // Walk every cause. `io::Error::source` skips the error it wraps, and
-    // reqwest wraps a TLS error in two of them, so look inside those too.
-    // The depth bound keeps a pathological chain from looping.
-    let mut pending: Vec<&(dyn std::error::Error + 'static)> =
-        std::error::Error::source(error).into_iter().collect();
-    let mut visited = 0;
-    while let Some(current) = pending.pop() {
-        visited += 1;
-        if visited > 32 {
-            break;
-        }
-        if let Some(failure) = classify_one(current) {
-            return failure;
-        }
-        if let Some(next) = current.source() {
-            pending.push(next);
-        }
-        if let Some(inner) = current
-            .downcast_ref::<io::Error>()
-            .and_then(|io| io.get_ref())
-        {
-            pending.push(inner);
-        }
-    }
-    if error.is_dns() {
-        Failure::HostNotFound
-    } else if error.is_connect() {
-        Failure::Connect
-    } else if error.is_body() || error.is_decode() {
-        Failure::ConnectionReset
-    } else {
-        Failure::Other
-    }
-}
-
-fn classify_one(error: &(dyn std::error::Error + 'static)) -> Option<Failure> {
-    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
-        return Some(Failure::Tls(describe_tls(tls).to_owned()));
-    }
-    if let Some(io) = error.downcast_ref::<io::Error>() {
-        return match io.kind() {
-            io::ErrorKind::ConnectionRefused => Some(Failure::ConnectionRefused),
-            io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::BrokenPipe
-            | io::ErrorKind::UnexpectedEof => Some(Failure::ConnectionReset),
-            _ => None,
-        };
-    }
-    if let Some(hyper) = error.downcast_ref::<hyper::Error>()
-        && (hyper.is_incomplete_message() || hyper.is_closed() || hyper.is_canceled())
-    {
-        return Some(Failure::ConnectionReset);
-    }
-    let text = error.to_string();
-    if text.starts_with("dns error") {
-        return Some(Failure::HostNotFound);
-    }
-    None
-}
-
-fn describe_tls(error: &rustls::Error) -> &'static str {
-    use rustls::CertificateError as C;
-    match error {
-        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
-            "the engine's certificate is not signed by an authority this client trusts"
-        }
-        rustls::Error::InvalidCertificate(
-            C::NotValidForName | C::NotValidForNameContext { .. },
-        ) => "the engine's certificate does not name this host",
-        rustls::Error::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
-            "the engine's certificate has expired"
-        }
-        rustls::Error::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => {
-            "the engine's certificate is not valid yet"
-        }
-        rustls::Error::InvalidCertificate(C::Revoked) => "the engine's certificate is revoked",
-        rustls::Error::InvalidCertificate(_) => "the engine's certificate was rejected",
-        rustls::Error::AlertReceived(_) => "the engine ended the handshake with an alert",
-        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
-            "the engine did not speak TLS at that address (is it plain http?)"
-        }
-        _ => "the handshake with the engine failed",
-    }
-}

@@ -10,7 +10,7 @@
 //! drive a terminal.
 
 use crate::Concealer;
-use crate::conceal::bound;
+use crate::text::{bound, tame};
 
 /// How much of an error body is ever read: enough for any error message,
 /// far less than a page that should never have been sent.
@@ -20,9 +20,9 @@ pub(crate) const DETAIL_READ_LIMIT: usize = 64 * 1024;
 pub(crate) const WORDS_LIMIT: usize = 200;
 
 /// The line an error body's reader should see, scrubbed and bounded; `None`
-/// when the body says nothing.
-pub(crate) fn engine_words(body: &[u8], concealer: &Concealer) -> Option<String> {
-    let text = String::from_utf8_lossy(body);
+/// when the body says nothing. `text` is the head of the body, already
+/// concealed.
+pub(crate) fn engine_words(text: &str, concealer: &Concealer) -> Option<String> {
     let line = json_message(&text)
         .or_else(|| html_text(&text))
         .unwrap_or_else(|| first_line(&text).to_owned());
@@ -33,7 +33,8 @@ pub(crate) fn engine_words(body: &[u8], concealer: &Concealer) -> Option<String>
 /// Scrubs and bounds one short piece of engine text that is not a body: a
 /// header value echoed in a reason.
 pub(crate) fn engine_value(value: &[u8], concealer: &Concealer, limit: usize) -> String {
-    let text = tame(&String::from_utf8_lossy(value));
+    let text = String::from_utf8_lossy(value);
+    let text = tame(&text);
     let scrubbed = concealer.scrub(&text);
     bound(scrubbed.trim(), limit).trim_end().to_owned()
 }
@@ -155,12 +156,54 @@ fn unescape_html(text: &str) -> String {
         .replace("&amp;", "&")
 }
 
-/// Control characters (line breaks, escapes, NUL) become spaces.
-fn tame(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+/// The codes an engine uses for an account with no credit left, rather than
+/// a spent window: OpenAI's `insufficient_quota` and
+/// `billing_hard_limit_reached`, and the generic names. Compared with `-`
+/// read as `_`, case ignored.
+const CREDIT_CODES: [&str; 6] = [
+    "insufficient_quota",
+    "billing_hard_limit_reached",
+    "insufficient_credit",
+    "insufficient_funds",
+    "out_of_credit",
+    "credit_balance",
+];
+
+/// The code or type of a JSON error body that names the account's credit
+/// (`{"error": {"type": "insufficient_quota"}}`, a problem `type` URI ending
+/// in `insufficient-credit`), scrubbed and bounded for the reason; `None`
+/// when the body names none. `text` is the head of the body, already
+/// concealed.
+pub(crate) fn credit_code(text: &str, concealer: &Concealer) -> Option<String> {
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_str(trimmed).ok()?;
+    let error = value.get("error");
+    let candidates = [
+        error.and_then(|e| e.get("code")),
+        error.and_then(|e| e.get("type")),
+        error,
+        value.get("code"),
+        value.get("type"),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .find(|code| {
+            let folded = code.to_ascii_lowercase().replace('-', "_");
+            CREDIT_CODES.iter().any(|name| folded.contains(name))
+        })
+        // A problem type is a URI; its last segment is the code, and the
+        // rest would be scrubbed to a host anyway.
+        .map(|code| code.trim_end_matches('/').rsplit('/').next().unwrap_or(code))
+        .map(|code| engine_value(code.as_bytes(), concealer, CODE_LIMIT))
 }
+
+/// How many characters of an error code a reason quotes.
+const CODE_LIMIT: usize = 100;
 
 #[cfg(test)]
 mod tests {
@@ -168,7 +211,7 @@ mod tests {
 
     #[test]
     fn the_first_non_empty_line_is_the_words() {
-        let words = engine_words(b"\n\n  out of credit  \nsecond line", &Concealer::new([]));
+        let words = engine_words("\n\n  out of credit  \nsecond line", &Concealer::new([]));
         assert_eq!(words.as_deref(), Some("out of credit"));
     }
 
@@ -177,13 +220,13 @@ mod tests {
         let concealer = Concealer::new([]);
         let body = br#"{"error": {"message": "balance is zero", "code": 7}}"#;
         assert_eq!(
-            engine_words(body, &concealer).as_deref(),
+            engine_words(std::str::from_utf8(body).unwrap(), &concealer).as_deref(),
             Some("balance is zero")
         );
         let problem =
             br#"{"type": "about:blank", "title": "Payment Required", "detail": "top up"}"#;
         assert_eq!(
-            engine_words(problem, &concealer).as_deref(),
+            engine_words(std::str::from_utf8(problem).unwrap(), &concealer).as_deref(),
             Some("Payment Required: top up")
         );
     }
@@ -192,7 +235,7 @@ mod tests {
     fn an_html_page_yields_its_title() {
         let page = b"<!DOCTYPE html><html><head><title>502 Bad Gateway &amp; more</title></head><body><h1>502</h1></body></html>";
         assert_eq!(
-            engine_words(page, &Concealer::new([])).as_deref(),
+            engine_words(std::str::from_utf8(page).unwrap(), &Concealer::new([])).as_deref(),
             Some("502 Bad Gateway & more")
         );
     }
@@ -201,7 +244,7 @@ mod tests {
     fn an_html_page_without_a_title_yields_its_first_text() {
         let page = b"<html><head><style>h1 { color: red }</style><script>var x = 1;</script></head>\n<body>\n<h1>Payment required</h1><p>Top up.</p></body></html>";
         assert_eq!(
-            engine_words(page, &Concealer::new([])).as_deref(),
+            engine_words(std::str::from_utf8(page).unwrap(), &Concealer::new([])).as_deref(),
             Some("Payment required")
         );
     }
@@ -215,18 +258,52 @@ mod tests {
             "<html>é<",
             "<html><title>🦀",
         ] {
-            let _ = engine_words(page.as_bytes(), &Concealer::new([]));
+            let _ = engine_words(page, &Concealer::new([]));
         }
     }
 
     #[test]
     fn control_characters_become_spaces() {
-        let words = engine_words(b"bad\x1b[31m red", &Concealer::new([]));
+        let words = engine_words("bad\x1b[31m red", &Concealer::new([]));
         assert_eq!(words.as_deref(), Some("bad [31m red"));
     }
 
     #[test]
+    fn a_credit_code_is_found_in_the_common_shapes() {
+        let c = Concealer::new([]);
+        let found = |body: &str| credit_code(body, &c);
+        assert_eq!(
+            found(r#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#).as_deref(),
+            Some("insufficient_quota")
+        );
+        assert_eq!(
+            found(r#"{"error": {"code": "billing_hard_limit_reached"}}"#).as_deref(),
+            Some("billing_hard_limit_reached")
+        );
+        assert_eq!(
+            found(r#"{"type": "https://engine.example/problems/insufficient-credit", "title": "no credit"}"#).as_deref(),
+            Some("insufficient-credit")
+        );
+        assert_eq!(found(r#"{"error": "OUT_OF_CREDIT"}"#).as_deref(), Some("OUT_OF_CREDIT"));
+        assert_eq!(found(r#"{"code": "credit_balance_too_low"}"#).as_deref(), Some("credit_balance_too_low"));
+    }
+
+    #[test]
+    fn a_window_code_is_not_credit() {
+        let c = Concealer::new([]);
+        for body in [
+            r#"{"error": {"type": "rate_limit_exceeded", "message": "insufficient_quota in the message only"}}"#,
+            r#"{"error": {"code": "requests", "message": "slow down"}}"#,
+            "insufficient_quota",
+            "<html>insufficient_quota</html>",
+            "{not json",
+        ] {
+            assert_eq!(credit_code(body, &c), None, "{body}");
+        }
+    }
+
+    #[test]
     fn an_empty_body_has_no_words() {
-        assert_eq!(engine_words(b"  \n \n", &Concealer::new([])), None);
+        assert_eq!(engine_words("  \n \n", &Concealer::new([])), None);
     }
 }

@@ -8,8 +8,24 @@
 //! concealer before it was stored here, and the report shape is versioned
 //! (`"behaviour": "v1"`) and additive: consumers read `refusal.reason` and
 //! `refusal.remedy` and ignore fields they do not know.
+//!
+//! What decides a refusal lives beside this file: [`status`] (what a status
+//! becomes: the contract's wire table as one function), [`failure`] (what a
+//! failed request becomes), [`before_send`] (what is refused before any
+//! connection) and [`evidence`] (retry hints, request ids, challenges, the
+//! engine's words). [`site`] is where a call was going, which every reason
+//! names.
+
+pub(crate) mod before_send;
+pub(crate) mod evidence;
+pub(crate) mod failure;
+pub(crate) mod site;
+pub(crate) mod status;
+
+pub(crate) use site::Site;
 
 use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +33,6 @@ use serde::{Deserialize, Serialize};
 /// Why a call did not end in an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
 pub enum Cause {
     /// No engine to ask: no address, no usable token, or a token the engine
     /// rejected. The remedy is to set a variable.
@@ -63,6 +78,37 @@ impl fmt::Display for Cause {
     }
 }
 
+/// A name that is not one of the four causes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownCause(());
+
+impl fmt::Display for UnknownCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a cause: expected no-engine, engine-unreachable, engine-out-of-credit or engine-over-quota")
+    }
+}
+
+impl std::error::Error for UnknownCause {}
+
+/// The kebab-case names, as in the report.
+///
+/// ```
+/// use meterwire::Cause;
+///
+/// assert_eq!("engine-over-quota".parse(), Ok(Cause::EngineOverQuota));
+/// assert!("over-quota".parse::<Cause>().is_err());
+/// ```
+impl FromStr for Cause {
+    type Err = UnknownCause;
+
+    fn from_str(name: &str) -> Result<Cause, UnknownCause> {
+        Cause::ALL
+            .into_iter()
+            .find(|cause| cause.as_str() == name)
+            .ok_or(UnknownCause(()))
+    }
+}
+
 /// A call that did not end in an answer: its cause, what happened, and what
 /// to do about it.
 ///
@@ -79,6 +125,7 @@ impl fmt::Display for Cause {
 /// assert!(json.starts_with(r#"{"behaviour":"v1","refusal":{"cause":"engine-over-quota""#));
 /// let back: meterwire::Report = serde_json::from_str(&json)?;
 /// assert_eq!(back.refusal(), &refusal);
+/// assert_eq!(refusal.variable(), Some("CHANT_BEHAVIOUR_ENGINE"));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +146,12 @@ pub struct Refusal {
     retry_after: Option<Duration>,
     #[serde(default, rename = "requestId", skip_serializing_if = "Option::is_none")]
     request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    attempts: u32,
+}
+
+fn is_zero(attempts: &u32) -> bool {
+    *attempts == 0
 }
 
 impl Refusal {
@@ -119,6 +172,7 @@ impl Refusal {
             status: None,
             retry_after: None,
             request_id: None,
+            attempts: 0,
         }
     }
 
@@ -141,6 +195,12 @@ impl Refusal {
         self
     }
 
+    /// The same refusal, recording how many requests went to the wire.
+    pub fn with_attempts(mut self, attempts: u32) -> Refusal {
+        self.attempts = attempts;
+        self
+    }
+
     /// The cause.
     pub fn cause(&self) -> Cause {
         self.cause
@@ -158,15 +218,12 @@ impl Refusal {
     }
 
     /// The variable the refusal traces back to, when there is one (the
-    /// report's `source`).
+    /// report's `source`); none for a value given in code, or when no
+    /// variable is to blame.
     pub fn variable(&self) -> Option<&str> {
         self.source.as_deref()
     }
 
-    /// The variable the refusal traces back to; see [`Refusal::variable`].
-    pub fn source(&self) -> Option<&str> {
-        self.source.as_deref()
-    }
 
     /// The HTTP status the engine answered, when it answered one.
     pub fn status(&self) -> Option<u16> {
@@ -186,6 +243,13 @@ impl Refusal {
     /// `requestId`.
     pub fn request_id(&self) -> Option<&str> {
         self.request_id.as_deref()
+    }
+
+    /// How many requests went to the wire before this refusal: `0` for a
+    /// refusal made before sending. In the report: `attempts`, when not
+    /// zero.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
     }
 
     /// The report of this refusal: `{"behaviour": "v1", "refusal": {…}}`.

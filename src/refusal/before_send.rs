@@ -1,0 +1,159 @@
+//! The refusals given before anything is sent: no address, a forbidden
+//! address, plain `http` to a remote host, no token, a token that cannot be
+//! a header value.
+//!
+//! Each is decided when the transport is built, from the configuration
+//! alone, and each costs no request: a missing token must never reach the
+//! engine, and a token with a line break must never reach a socket.
+
+use super::site::{scope_phrase, seal, shown_address};
+use crate::address::{Address, AddressError};
+use crate::token::UnusableToken;
+use crate::{Cause, Concealer, Naming, Refusal};
+
+/// No address given in code, and no variable of the address chain holds
+/// one.
+pub(crate) fn no_address(naming: &Naming, scope: &str, concealer: &Concealer) -> Refusal {
+    let chain = naming.address_chain(scope);
+    seal(
+        concealer,
+        Refusal::new(
+            Cause::NoEngine,
+            format!(
+                "{}: no engine address is set; none was given in code and every variable of the address chain is unset or blank: {}",
+                scope_phrase(scope),
+                chain.variables().join(", ")
+            ),
+            format!(
+                "set {} to the engine's address (an https URL), or {} for this scope alone",
+                naming.engine_variable(),
+                first(chain.variables())
+            ),
+            None,
+        ),
+    )
+}
+
+/// The address (from code or its chain) is not an engine's address.
+pub(crate) fn bad_address(scope: &str, error: &AddressError, concealer: &Concealer) -> Refusal {
+    let origin = error.origin();
+    let shown = shown_address(error.shown(), concealer);
+    let (what, fix) = match error {
+        AddressError::Malformed { why, .. } => (
+            format!("is not a URL ({why})"),
+            "an https URL such as https://engine.example/v1/predict".to_owned(),
+        ),
+        AddressError::Scheme { scheme, .. } => (
+            format!("uses the scheme {scheme:?}; only http and https reach an engine"),
+            "the engine's https address".to_owned(),
+        ),
+        AddressError::UserInfo { host, .. } => (
+            "carries userinfo (user:password@), which would put a second credential on the wire next to the token".to_owned(),
+            format!(
+                "the address of the engine at {} without the user:password@ part",
+                crate::text::bound(&concealer.conceal(host), 200)
+            ),
+        ),
+    };
+    let shown = if shown.is_empty() {
+        String::new()
+    } else {
+        format!(" {shown}")
+    };
+    seal(
+        concealer,
+        Refusal::new(
+            Cause::EngineUnreachable,
+            format!(
+                "{}: the address{shown} ({}) {what}; nothing was sent",
+                scope_phrase(scope),
+                origin.from_phrase()
+            ),
+            origin.set(&fix),
+            origin.variable().map(str::to_owned),
+        ),
+    )
+}
+
+/// Plain `http` to a host that is not loopback, without the opt-in.
+pub(crate) fn plaintext(scope: &str, address: &Address, concealer: &Concealer) -> Refusal {
+    let shown = shown_address(&address.to_string(), concealer);
+    let origin = address.origin();
+    seal(
+        concealer,
+        Refusal::new(
+            Cause::EngineUnreachable,
+            format!(
+                "{}: the address {shown} ({}) is plain http to {}, which is not a loopback host; a bearer token is sent only over TLS (RFC 6750 §5.3), so nothing was sent",
+                scope_phrase(scope),
+                origin.from_phrase(),
+                concealer.conceal(&address.host())
+            ),
+            origin.set("the engine's https address"),
+            origin.variable().map(str::to_owned),
+        ),
+    )
+}
+
+/// An address, but no token given in code and no variable of the token
+/// chain holds one.
+pub(crate) fn no_token(
+    naming: &Naming,
+    scope: &str,
+    address: &Address,
+    concealer: &Concealer,
+) -> Refusal {
+    let chain = naming.token_chain(scope);
+    let shown = shown_address(&address.to_string(), concealer);
+    seal(
+        concealer,
+        Refusal::new(
+            Cause::NoEngine,
+            format!(
+                "{}: engine at {shown} ({}) has no bearer token; none was given in code and every variable of the token chain is unset or blank: {}; nothing was sent",
+                scope_phrase(scope),
+                address.origin().from_phrase(),
+                chain.variables().join(", ")
+            ),
+            format!(
+                "set {} to the bearer token the engine at {} issued, or {} for this scope alone",
+                naming.token_variable(),
+                concealer.conceal(&address.host()),
+                first(chain.variables())
+            ),
+            None,
+        ),
+    )
+}
+
+/// The token (from code or its chain) cannot be a header value.
+pub(crate) fn unusable_token(
+    scope: &str,
+    address: &Address,
+    error: &UnusableToken,
+    concealer: &Concealer,
+) -> Refusal {
+    let shown = shown_address(&address.to_string(), concealer);
+    let origin = error.origin();
+    seal(
+        concealer,
+        Refusal::new(
+            Cause::NoEngine,
+            format!(
+                "{}: engine at {shown} ({}): {} {}, so it cannot be sent as a header value; nothing was sent",
+                scope_phrase(scope),
+                address.origin().from_phrase(),
+                origin.holding("the token"),
+                error.problem()
+            ),
+            origin.set(
+                "the token exactly as the engine issued it: visible ASCII, with no spaces, quotes or line breaks",
+            ),
+            origin.variable().map(str::to_owned),
+        ),
+    )
+}
+
+fn first(variables: &[String]) -> &str {
+    variables.first().map_or("", String::as_str)
+}

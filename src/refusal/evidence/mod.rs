@@ -1,0 +1,36 @@
+//! The evidence an engine attaches to a refusal: when to retry
+//! ([`retry`]), which request it was ([`request_id`]), why it rejected the
+//! token ([`challenge`]), and what it said ([`words`]).
+//!
+//! A cause says *what* to do; these say *when* and *with what*. An operator
+//! who reads "over quota" still has to know whether to wait a second or an
+//! hour, and the support desk asks for the request id. Every value here
+//! comes from the engine, so every value that is printed passes through the
+//! concealer.
+
+pub(crate) mod challenge;
+pub(crate) mod request_id;
+pub(crate) mod retry;
+pub(crate) mod words;
+
+use reqwest::header::HeaderMap;
+
+/// A header's value as trimmed text, when it is text and not blank.
+fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .map(str::trim)
+        .filter(|value| !value.is_empty())
+}
+
+/// A header map from pairs, for the unit tests of the readers.
+#[cfg(test)]
+fn test_headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let value = reqwest::header::HeaderValue::from_str(value).expect("test header");
+        map.append(*name, value);
+    }
+    map
+}

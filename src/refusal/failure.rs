@@ -1,0 +1,244 @@
+//! What a failed request becomes, and how a failure is read from reqwest's
+//! errors.
+//!
+//! A failure is always `engine-unreachable`: the engine did not answer the
+//! question. The reason names what failed in the crate's own words, never in
+//! reqwest's: a reqwest error's `Display` carries the full URL, query and
+//! all. The remedy points where the failure does: a refused connection, an
+//! unknown host or a failed handshake at the address; a reset or the
+//! deadline at the engine's health; a body that could not be serialized or a
+//! header that cannot be sent at the request.
+
+use std::io;
+
+use super::site::Site;
+use super::status::{Fix, unreachable_remedy};
+use crate::{Cause, Refusal};
+
+/// How a request failed without an answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// Nothing listens at the address's port.
+    ConnectionRefused,
+    /// The host name does not resolve.
+    HostNotFound,
+    /// The TLS handshake failed; the text says why in the crate's own
+    /// words (for example "the engine's certificate is not signed by a
+    /// trusted authority").
+    Tls(&'static str),
+    /// The connection was reset or closed before the answer was complete.
+    ConnectionReset,
+    /// No complete answer within the deadline.
+    Deadline {
+        /// The deadline, in milliseconds.
+        ms: u64,
+    },
+    /// The connection could not be made for another reason.
+    Connect,
+    /// The answer is larger than the cap.
+    AnswerTooLarge {
+        /// The cap, in bytes.
+        cap: u64,
+        /// The length the engine declared, when it declared one.
+        declared: Option<u64>,
+    },
+    /// The answer is not UTF-8 text.
+    AnswerNotUtf8,
+    /// The request failed in a way none of the above names.
+    Other,
+    /// The body could not be serialized as JSON; nothing was sent. The text
+    /// is the serializer's category of error, never its message (which a
+    /// `Serialize` implementation may fill with data).
+    Unserializable(&'static str),
+    /// A per-call option (a header, the idempotency key, the deadline)
+    /// cannot be used; nothing was sent. The text names the option, never a
+    /// header's value.
+    Unsendable(String),
+}
+
+impl Failure {
+    /// Where the remedy points.
+    fn fix(&self) -> Fix {
+        match self {
+            Failure::ConnectionRefused
+            | Failure::HostNotFound
+            | Failure::Tls(_)
+            | Failure::Connect => Fix::Reach,
+            Failure::ConnectionReset | Failure::Deadline { .. } | Failure::Other => Fix::Health,
+            Failure::Unserializable(_) | Failure::Unsendable(_) => Fix::Request,
+            // Answered, and refused for what it answered: these have
+            // remedies of their own.
+            Failure::AnswerTooLarge { .. } | Failure::AnswerNotUtf8 => Fix::Reach,
+        }
+    }
+}
+
+/// What a failed request becomes: always `engine-unreachable`, with a reason
+/// naming what failed.
+pub(crate) fn refusal_for_failure(site: &Site, failure: &Failure) -> Refusal {
+    let what = match failure {
+        Failure::ConnectionRefused => "connection refused: nothing listens at that port".to_owned(),
+        Failure::HostNotFound => "host not found: the name does not resolve".to_owned(),
+        Failure::Tls(why) => format!("TLS failed: {why}"),
+        Failure::ConnectionReset => {
+            "connection reset: it closed before the answer was complete".to_owned()
+        }
+        Failure::Deadline { ms } => format!("no answer within {ms} ms"),
+        Failure::Connect => "the connection could not be made".to_owned(),
+        Failure::AnswerTooLarge { cap, declared } => match declared {
+            Some(declared) => format!(
+                "the answer declares {declared} bytes, over the cap of {cap} bytes, so it was not read"
+            ),
+            None => format!("the answer is larger than the cap of {cap} bytes, so it was not kept"),
+        },
+        Failure::AnswerNotUtf8 => "the answer is not UTF-8 text".to_owned(),
+        Failure::Other => "the request failed before an answer arrived".to_owned(),
+        Failure::Unserializable(category) => format!(
+            "the request body could not be serialized as JSON ({category}), so nothing was sent"
+        ),
+        Failure::Unsendable(problem) => format!("{problem}, so nothing was sent"),
+    };
+    let lead = match failure {
+        Failure::AnswerTooLarge { .. } | Failure::AnswerNotUtf8 => "answered, but",
+        Failure::Unserializable(_) | Failure::Unsendable(_) => "was not asked:",
+        _ => "did not answer:",
+    };
+    let address = site.address().origin();
+    let remedy = match failure {
+        Failure::Tls(_) => format!(
+            "{}; if it presents a certificate from a private authority, trust that authority's certificate",
+            unreachable_remedy(site, Fix::Reach, "", None)
+        ),
+        Failure::AnswerTooLarge { .. } => format!(
+            "raise the answer cap if answers this large are expected, or {}",
+            address.set("an engine that answers within it")
+        ),
+        Failure::AnswerNotUtf8 => address.set("an engine that answers JSON as UTF-8 text"),
+        Failure::Unserializable(_) => format!(
+            "fix the request type the predictor serializes, so that serde_json can write it as JSON for the engine at {} (the address, {}, was not contacted)",
+            site.host(),
+            address.named()
+        ),
+        Failure::Unsendable(_) => format!(
+            "drop or fix that option where the predictor builds the call, so that the engine at {} can be asked (the address, {}, was not contacted)",
+            site.host(),
+            address.named()
+        ),
+        Failure::ConnectionReset | Failure::Deadline { .. } | Failure::Other => {
+            unreachable_remedy(site, failure.fix(), &format!("did not answer: {what}"), None)
+        }
+        _ => unreachable_remedy(site, failure.fix(), "", None),
+    };
+    site.seal(Refusal::new(
+        Cause::EngineUnreachable,
+        format!("{} {lead} {what}", site.at()),
+        remedy,
+        site.address_variable(),
+    ))
+}
+
+/// The category of a serde_json error, in words that quote no data.
+pub(crate) fn serialize_category(error: &serde_json::Error) -> &'static str {
+    match error.classify() {
+        serde_json::error::Category::Io => "the writer failed",
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            "the serializer produced invalid JSON"
+        }
+        serde_json::error::Category::Data => {
+            "its Serialize implementation refused it, for example a map whose keys are not strings"
+        }
+    }
+}
+
+/// Names what failed from the error's causes, never from its `Display`
+/// (which carries the full URL, query and all).
+pub(crate) fn classify(error: &reqwest::Error, ms: u64) -> Failure {
+    if error.is_timeout() {
+        return Failure::Deadline { ms };
+    }
+    // Walk every cause. `io::Error::source` skips the error it wraps, and
+    // reqwest wraps a TLS error in two of them, so look inside those too.
+    // The depth bound keeps a pathological chain from looping.
+    let mut pending: Vec<&(dyn std::error::Error + 'static)> =
+        std::error::Error::source(error).into_iter().collect();
+    let mut visited = 0;
+    while let Some(current) = pending.pop() {
+        visited += 1;
+        if visited > 32 {
+            break;
+        }
+        if let Some(failure) = classify_one(current) {
+            return failure;
+        }
+        if let Some(next) = current.source() {
+            pending.push(next);
+        }
+        if let Some(inner) = current
+            .downcast_ref::<io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            pending.push(inner);
+        }
+    }
+    if error.is_dns() {
+        Failure::HostNotFound
+    } else if error.is_connect() {
+        Failure::Connect
+    } else if error.is_body() || error.is_decode() {
+        Failure::ConnectionReset
+    } else {
+        Failure::Other
+    }
+}
+
+fn classify_one(error: &(dyn std::error::Error + 'static)) -> Option<Failure> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(Failure::Tls(describe_tls(tls)));
+    }
+    if let Some(io) = error.downcast_ref::<io::Error>() {
+        return match io.kind() {
+            io::ErrorKind::ConnectionRefused => Some(Failure::ConnectionRefused),
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::UnexpectedEof => Some(Failure::ConnectionReset),
+            _ => None,
+        };
+    }
+    if let Some(hyper) = error.downcast_ref::<hyper::Error>()
+        && (hyper.is_incomplete_message() || hyper.is_closed() || hyper.is_canceled())
+    {
+        return Some(Failure::ConnectionReset);
+    }
+    let text = error.to_string();
+    if text.starts_with("dns error") {
+        return Some(Failure::HostNotFound);
+    }
+    None
+}
+
+fn describe_tls(error: &rustls::Error) -> &'static str {
+    use rustls::CertificateError as C;
+    match error {
+        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
+            "the engine's certificate is not signed by an authority this client trusts"
+        }
+        rustls::Error::InvalidCertificate(
+            C::NotValidForName | C::NotValidForNameContext { .. },
+        ) => "the engine's certificate does not name this host",
+        rustls::Error::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
+            "the engine's certificate has expired"
+        }
+        rustls::Error::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => {
+            "the engine's certificate is not valid yet"
+        }
+        rustls::Error::InvalidCertificate(C::Revoked) => "the engine's certificate is revoked",
+        rustls::Error::InvalidCertificate(_) => "the engine's certificate was rejected",
+        rustls::Error::AlertReceived(_) => "the engine ended the handshake with an alert",
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
+            "the engine did not speak TLS at that address (is it plain http?)"
+        }
+        _ => "the handshake with the engine failed",
+    }
+}
+

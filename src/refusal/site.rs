@@ -1,0 +1,100 @@
+//! Where a call was going: the scope, the address and where the token came
+//! from, with the concealer for everything that came from outside. Every
+//! reason is written from one, so every reason names the same things the
+//! same way.
+
+use crate::address::Address;
+use crate::config::Origin;
+use crate::text::bound;
+use crate::{Concealer, Refusal};
+
+/// Every reason stays under this many characters, whatever the engine sends.
+pub(crate) const REASON_LIMIT: usize = 999;
+/// How much of a scope a reason quotes.
+const SCOPE_LIMIT: usize = 64;
+/// How much of an address a reason quotes.
+const ADDRESS_LIMIT: usize = 200;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Site {
+    scope: String,
+    address: Address,
+    token: Origin,
+    concealer: Concealer,
+}
+
+impl Site {
+    pub(crate) fn new(scope: &str, address: Address, token: Origin, concealer: Concealer) -> Site {
+        Site {
+            scope: scope.to_owned(),
+            address,
+            token,
+            concealer,
+        }
+    }
+
+    pub(crate) fn address(&self) -> &Address {
+        &self.address
+    }
+
+    /// Where the token came from.
+    pub(crate) fn token(&self) -> &Origin {
+        &self.token
+    }
+
+    pub(crate) fn concealer(&self) -> &Concealer {
+        &self.concealer
+    }
+
+    /// `scope "acme": engine at https://host/path (from VARIABLE)`.
+    pub(crate) fn at(&self) -> String {
+        format!(
+            "{}: engine at {} ({})",
+            scope_phrase(&self.scope),
+            self.shown_address(),
+            self.address.origin().from_phrase()
+        )
+    }
+
+    /// The address as a reason shows it: redacted, concealed, bounded.
+    pub(crate) fn shown_address(&self) -> String {
+        shown_address(&self.address.to_string(), &self.concealer)
+    }
+
+    /// The host (and port) as a remedy names it, concealed.
+    pub(crate) fn host(&self) -> String {
+        bound(&self.concealer.conceal(&self.address.host()), ADDRESS_LIMIT).to_owned()
+    }
+
+    /// The report's `source` for a refusal about the address.
+    pub(crate) fn address_variable(&self) -> Option<String> {
+        self.address.origin().variable().map(str::to_owned)
+    }
+
+    /// The report's `source` for a refusal about the token.
+    pub(crate) fn token_variable(&self) -> Option<String> {
+        self.token.variable().map(str::to_owned)
+    }
+
+    /// The last pass over every refusal this site writes.
+    pub(crate) fn seal(&self, refusal: Refusal) -> Refusal {
+        seal(&self.concealer, refusal)
+    }
+}
+
+/// The last pass over a refusal: conceal every string once more, then
+/// bound it, so no bound can cut a token the concealer has not seen.
+pub(crate) fn seal(concealer: &Concealer, refusal: Refusal) -> Refusal {
+    refusal.map_text(|text| bound(&concealer.conceal(text), REASON_LIMIT).to_owned())
+}
+
+/// An address, already redacted, as a reason quotes it: concealed first
+/// (a token can sit in its path), then bounded.
+pub(crate) fn shown_address(redacted: &str, concealer: &Concealer) -> String {
+    bound(&concealer.conceal(redacted), ADDRESS_LIMIT).to_owned()
+}
+
+/// `scope "acme"`.
+pub(crate) fn scope_phrase(scope: &str) -> String {
+    format!("scope {:?}", bound(scope, SCOPE_LIMIT))
+}

@@ -1,0 +1,336 @@
+//! What a status becomes: the contract's wire table as one pure function.
+//!
+//! The statuses are read the way HTTP defines them: `401`/`403` reject the
+//! token (set a variable), `402` says the account is empty (fund it), `429`
+//! says a limit is spent (wait). Anything else that is not `2xx`, including
+//! a `4xx` outside those three, is `engine-unreachable`: "malformed request"
+//! has no remedy an operator can apply, and the reason names the status so a
+//! reader can tell which side of the wire is wrong. Within it, the remedy
+//! points where the status does ([`Fix`]): the request, the address's path,
+//! the engine's health, or the address's reachability. A wrong remedy sends
+//! an operator to debug a network that is fine.
+//!
+//! The engine's own words can name the remedy better than its status: a
+//! `429` whose error code names the account's credit (OpenAI's
+//! `insufficient_quota`) is out of credit, since waiting would not help.
+//!
+//! Every string that came from outside is concealed before anything reads
+//! it, scrubbed before it is placed, and the finished refusal is sealed
+//! (concealed once more, then bounded).
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderMap, LOCATION, RETRY_AFTER};
+
+use super::evidence::challenge::{self, BearerChallenge};
+use super::evidence::words::{credit_code, engine_value, engine_words};
+use super::evidence::{request_id, retry};
+use super::site::Site;
+use crate::{Cause, Concealer, Refusal};
+
+/// How much of an echoed header a reason quotes.
+const HEADER_LIMIT: usize = 64;
+/// How much of a request id a reason quotes.
+const REQUEST_ID_LIMIT: usize = 100;
+/// How much of an `error_description` a reason quotes.
+const DESCRIPTION_LIMIT: usize = 200;
+/// How much of a path a remedy quotes.
+const PATH_LIMIT: usize = 100;
+
+/// Where an `engine-unreachable` remedy points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fix {
+    /// The request the predictor sends: the engine answered, and refused it.
+    Request,
+    /// The address's path: the engine does not serve it.
+    Path,
+    /// The engine's health: it failed, or did not finish in time.
+    Health,
+    /// The address and whether it can be reached from here.
+    Reach,
+}
+
+/// Where the remedy for a status outside `2xx`, `401`, `402`, `403` and
+/// `429` points. The contract names `400`, `413`, `415`, `422` (the
+/// request), `404`, `405`, `410` (the path), `408`, `500`, `502`, `503`,
+/// `504` (health) and `3xx` (reachability); the rest of each class follows
+/// its class: a `4xx` is the request's, a `5xx` the engine's health, except
+/// `501` (the method is not served at that path) and `421` (the request
+/// reached a server that is not the engine).
+pub(crate) fn fix_for_status(status: u16) -> Fix {
+    match status {
+        404 | 405 | 410 | 501 => Fix::Path,
+        408 | 425 | 500..=599 => Fix::Health,
+        421 => Fix::Reach,
+        400..=499 => Fix::Request,
+        _ => Fix::Reach,
+    }
+}
+
+/// The remedy of an `engine-unreachable` refusal. `what` says what the
+/// engine did (`answered HTTP 503`, `did not answer within 250 ms`).
+pub(crate) fn unreachable_remedy(
+    site: &Site,
+    fix: Fix,
+    what: &str,
+    delay: Option<Duration>,
+) -> String {
+    let host = site.host();
+    let address = site.address().origin();
+    match fix {
+        Fix::Request => format!(
+            "fix the request the predictor sends so that it matches the API of the engine at {host}: the engine {what}, so the address ({}) reaches it and it is the request that was refused",
+            address.named()
+        ),
+        Fix::Path => {
+            let path = engine_value(site.address().path().as_bytes(), site.concealer(), PATH_LIMIT);
+            format!(
+                "{}: the engine at {host} {what} for the path {path}",
+                address.set("the address of an endpoint the engine serves")
+            )
+        }
+        Fix::Health => {
+            let wait = match delay {
+                Some(delay) => format!(" (the engine asks to wait {})", seconds_phrase(delay)),
+                None => String::new(),
+            };
+            format!(
+                "try again later{wait}: the engine at {host} {what}; if it keeps failing, check the engine's health with whoever runs it, or {}",
+                address.set("another engine's address")
+            )
+        }
+        Fix::Reach => format!(
+            "check that the engine at {} is up and reachable from here, or {}",
+            site.shown_address(),
+            address.set("the engine's address")
+        ),
+    }
+}
+
+/// What the engine's answer becomes: `None` for a `2xx` (the body is the
+/// answer), otherwise the refusal of the wire table.
+///
+/// `body` is the head of the body as read (the transport reads at most
+/// 64 KiB of an error body); it is concealed before anything reads it, and
+/// the engine's words are taken from what is left. `now` is what an
+/// HTTP-date in `retry-after` is measured from when the response has no
+/// `date` header.
+pub(crate) fn refusal_for_status(
+    site: &Site,
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: SystemTime,
+) -> Option<Refusal> {
+    if (200..300).contains(&status) {
+        return None;
+    }
+    let concealer = site.concealer();
+    let head = concealer.conceal(&String::from_utf8_lossy(body)).into_owned();
+    let said = match engine_words(&head, concealer) {
+        Some(words) => format!("; the engine said: \"{words}\""),
+        None => String::new(),
+    };
+    let request_id = request_id::request_id(headers)
+        .map(|id| engine_value(id, concealer, REQUEST_ID_LIMIT))
+        .filter(|id| !id.is_empty());
+    let request = match &request_id {
+        Some(id) => format!("; request id {id}"),
+        None => String::new(),
+    };
+    let delay = retry::retry_delay(headers, now);
+    let retry = match (headers.get(RETRY_AFTER), delay) {
+        (Some(value), _) => format!(
+            "; retry after {}",
+            engine_value(value.as_bytes(), concealer, HEADER_LIMIT)
+        ),
+        (None, Some(delay)) => format!("; retry after {}", seconds_phrase(delay)),
+        (None, None) => String::new(),
+    };
+    let at = site.at();
+    let token = site.token();
+    let holder = token.holding("the token");
+    let credit = match status {
+        402 => Some(None),
+        429 => credit_code(&head, concealer).map(Some),
+        _ => None,
+    };
+    let mut delay = delay;
+    let refusal = match (status, credit) {
+        (_, Some(code)) => {
+            // Waiting would not help an empty account.
+            delay = None;
+            let answered = match code {
+                Some(code) => format!(
+                    "answered HTTP {status} with the code \"{code}\", which names the account's credit rather than a limit window"
+                ),
+                None => format!("answered HTTP {status}"),
+            };
+            Refusal::new(
+                Cause::EngineOutOfCredit,
+                format!(
+                    "{at} {answered}: the account billed through {holder} is out of credit{request}{said}"
+                ),
+                format!(
+                    "fund the account billed through {holder} (add credit to it), or {}",
+                    token.set("a token whose account has credit")
+                ),
+                site.address_variable(),
+            )
+        }
+        (401 | 403, None) => {
+            let challenge = challenge::bearer_challenge(headers);
+            let diagnosis = challenge
+                .as_ref()
+                .map(|challenge| diagnose(challenge, concealer))
+                .unwrap_or_default();
+            let with_scope = match challenge.as_ref().and_then(|c| c.scope.as_deref()) {
+                Some(scope) => format!(
+                    " (one with the scope \"{}\")",
+                    engine_value(scope.as_bytes(), concealer, HEADER_LIMIT)
+                ),
+                None => String::new(),
+            };
+            Refusal::new(
+                Cause::NoEngine,
+                format!(
+                    "{at} answered HTTP {status}: the engine rejected {holder}{diagnosis}{request}{said}"
+                ),
+                token.set(&format!(
+                    "a token the engine at {} accepts{with_scope}",
+                    site.host()
+                )),
+                site.token_variable(),
+            )
+        }
+        (429, None) => Refusal::new(
+            Cause::EngineOverQuota,
+            format!(
+                "{at} answered HTTP 429: the account billed through {holder} is over a quota or rate limit{retry}{request}{said}"
+            ),
+            format!(
+                "wait for the engine's limit window to pass{} before sending again, or {}",
+                match delay {
+                    Some(delay) => format!(" (it asks for {})", seconds_phrase(delay)),
+                    None => String::new(),
+                },
+                token.set("a token with a limit of its own")
+            ),
+            site.address_variable(),
+        ),
+        (300..=399, None) => {
+            let to = match headers.get(LOCATION) {
+                Some(location) => {
+                    format!(" to {}", redirect_target(location.as_bytes(), concealer))
+                }
+                None => String::new(),
+            };
+            Refusal::new(
+                Cause::EngineUnreachable,
+                format!(
+                    "{at} answered HTTP {status}, a redirect{to}, instead of an answer; redirects are not followed, so the token never reaches a host the engine names{request}{said}"
+                ),
+                site.address()
+                    .origin()
+                    .set("the address the engine answers at itself, without a redirect"),
+                site.address_variable(),
+            )
+        }
+        (_, None) => {
+            let kind = match status {
+                400..=499 => "the engine refused the request itself",
+                500..=599 => "the engine failed while answering",
+                _ => "that is not an answer",
+            };
+            Refusal::new(
+                Cause::EngineUnreachable,
+                format!(
+                    "{at} answered HTTP {status} instead of an answer: {kind}, so it did not answer the question{retry}{request}{said}"
+                ),
+                unreachable_remedy(
+                    site,
+                    fix_for_status(status),
+                    &format!("answered HTTP {status}"),
+                    delay,
+                ),
+                site.address_variable(),
+            )
+        }
+    };
+    let mut refusal = refusal.with_status(status);
+    if let Some(delay) = delay {
+        refusal = refusal.with_retry_after(delay);
+    }
+    if let Some(id) = request_id {
+        refusal = refusal.with_request_id(id);
+    }
+    Some(site.seal(refusal))
+}
+
+/// What a `Bearer` challenge says about the rejected token, in words an
+/// operator can tell apart: expired or revoked, missing a scope, malformed.
+fn diagnose(challenge: &BearerChallenge, concealer: &Concealer) -> String {
+    let value = |text: &str, limit| engine_value(text.as_bytes(), concealer, limit);
+    let mut said = match challenge.error.as_deref() {
+        Some("invalid_token") => {
+            "; the engine says the token is invalid, expired or revoked (invalid_token)".to_owned()
+        }
+        Some("insufficient_scope") => match challenge.scope.as_deref() {
+            Some(scope) => format!(
+                "; the engine says the token lacks the scope \"{}\" (insufficient_scope)",
+                value(scope, HEADER_LIMIT)
+            ),
+            None => {
+                "; the engine says the token lacks a scope it needs (insufficient_scope)".to_owned()
+            }
+        },
+        Some("invalid_request") => {
+            "; the engine says the request's credentials are malformed (invalid_request)".to_owned()
+        }
+        Some(other) => format!(
+            "; the engine's challenge says error \"{}\"",
+            value(other, HEADER_LIMIT)
+        ),
+        None => String::new(),
+    };
+    if let Some(description) = challenge.description.as_deref() {
+        let description = value(description, DESCRIPTION_LIMIT);
+        if !description.is_empty() {
+            said.push_str(&format!(": \"{description}\""));
+        }
+    }
+    said
+}
+
+/// `15 s`, `1.500 s`, `15 min`, `2 h 5 min`: a delay as a reason or remedy
+/// states it when there is no header value "as sent" to echo.
+pub(crate) fn seconds_phrase(delay: Duration) -> String {
+    let secs = delay.as_secs();
+    match secs {
+        0..60 if delay.subsec_millis() != 0 => format!("{:.3} s", delay.as_secs_f64()),
+        0..60 => format!("{secs} s"),
+        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// A `location` as a reason shows it: the host (and port) of an absolute
+/// URL, or "a path on the same host".
+fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
+    let text = String::from_utf8_lossy(location);
+    match url::Url::parse(text.trim()) {
+        Ok(url) => match url.host_str() {
+            Some(host) => {
+                let host = match url.port() {
+                    Some(port) => format!("{host}:{port}"),
+                    None => host.to_owned(),
+                };
+                engine_value(host.as_bytes(), concealer, HEADER_LIMIT)
+            }
+            None => "an address with no host".to_owned(),
+        },
+        Err(_) => "a path on the same host".to_owned(),
+    }
+}
+

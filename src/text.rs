@@ -1,0 +1,49 @@
+//! Bounds and taming: how any text the crate quotes is kept short and inert.
+//!
+//! Private to the crate and used by every module that quotes outside text.
+//! Bounds count characters, never bytes, so a cut always falls on a
+//! character boundary; taming turns control characters into spaces, so a
+//! quoted line cannot move a terminal's cursor or forge a log line.
+
+use std::borrow::Cow;
+
+/// `text` cut to at most `max_chars` characters.
+pub(crate) fn bound(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+/// `text` with every control character (line breaks, escapes, NUL) turned
+/// into a space.
+pub(crate) fn tame(text: &str) -> Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        Cow::Owned(
+            text.chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bound_counts_characters_not_bytes() {
+        assert_eq!(bound("héllo", 2), "hé");
+        assert_eq!(bound("🦀🦀🦀", 1), "🦀");
+        assert_eq!(bound("short", 64), "short");
+        assert_eq!(bound("", 0), "");
+    }
+
+    #[test]
+    fn control_characters_become_spaces() {
+        assert_eq!(tame("a\nb\x1b[31mc\0"), "a b [31mc ");
+        assert!(matches!(tame("plain"), Cow::Borrowed("plain")));
+    }
+}
