@@ -82,7 +82,7 @@ impl Origin {
         match self {
             Origin::Variable(name) => format!("set {name} to {what}"),
             Origin::Code { method, variable } => format!(
-                "pass {what} to HttpTransportBuilder::{method}, or stop passing one in code and set {variable} to it"
+                "pass {what} to HttpTransportBuilder::{method} (or set {variable} to it and pass none in code)"
             ),
         }
     }

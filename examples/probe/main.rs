@@ -114,12 +114,18 @@ struct Args {
           value_parser = value_parser!(u64).range(1..=repeat::MAX_CONCURRENCY))]
     concurrency: Option<u64>,
 
+    /// A non-secret header on every request, as NAME:VALUE (repeatable), such
+    /// as an engine's version header
+    #[arg(long = "header", value_name = "NAME:VALUE")]
+    headers: Vec<String>,
+
     /// Start an engine on 127.0.0.1 in this process and walk every row of the
     /// wire table against it (answer, no token, 401, 403, 402, 429,
     /// 503, a redirect, connection refused, the deadline, ...), with a token
     /// of the probe's own
     #[arg(long, conflicts_with_all = [
         "repeat", "concurrency", "timeout_ms", "max_answer_bytes", "ca_cert", "allow_plaintext",
+        "headers",
     ])]
     embedded: bool,
 }
@@ -158,8 +164,6 @@ fn exit_for(cause: Cause) -> ExitCode {
         Cause::EngineUnreachable => 4,
         Cause::EngineOutOfCredit => 5,
         Cause::EngineOverQuota => 6,
-        // `Cause` may grow; a cause this probe does not know is not an answer.
-        _ => 1,
     })
 }
 
@@ -210,6 +214,15 @@ fn build(args: &Args, naming: Naming) -> Result<HttpTransport, Usage> {
         .deadline(Duration::from_millis(args.timeout_ms))
         .max_answer_bytes(args.max_answer_bytes)
         .danger_allow_plaintext_http(args.allow_plaintext);
+    for header in &args.headers {
+        let Some((name, value)) = header.split_once(':') else {
+            return Err(Usage(format!(
+                "--header {}: give it as NAME:VALUE, for example --header engine-version:2025-01-01",
+                header.split(':').next().unwrap_or_default()
+            )));
+        };
+        builder = builder.header(name.trim(), value.trim());
+    }
     if let Some(path) = &args.ca_cert {
         let pem = std::fs::read(path).map_err(|error| {
             Usage(format!(
@@ -229,6 +242,7 @@ fn build_error(error: &meterwire::BuildError) -> String {
         meterwire::BuildError::CaCertificate(_) => format!("--ca-cert: {error}"),
         meterwire::BuildError::ZeroDeadline => format!("--timeout-ms: {error}"),
         meterwire::BuildError::ZeroCap => format!("--max-answer-bytes: {error}"),
+        meterwire::BuildError::Header(_) => format!("--header: {error}"),
         _ => error.to_string(),
     }
 }
@@ -257,13 +271,17 @@ async fn send_once(transport: &HttpTransport, body: Bytes, json: bool, style: &S
     }
 }
 
-/// `{"answer": "<concealed text>", "status": 200, "elapsedMs": 12}`.
+/// `{"answer": "<concealed text>", "status": 200, "elapsedMs": 12,
+/// "attempts": 1}`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AnswerJson<'a> {
     answer: &'a str,
     status: u16,
     elapsed_ms: u64,
+    attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_id: Option<&'a str>,
 }
 
 impl<'a> AnswerJson<'a> {
@@ -272,6 +290,8 @@ impl<'a> AnswerJson<'a> {
             answer: answer.text(),
             status: answer.status(),
             elapsed_ms,
+            attempts: answer.attempts(),
+            request_id: answer.request_id(),
         }
     }
 }

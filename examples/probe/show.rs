@@ -60,7 +60,6 @@ impl Style {
             Cause::EngineUnreachable => "1;31",
             Cause::EngineOutOfCredit => "1;33",
             Cause::EngineOverQuota => "1;36",
-            _ => "1",
         };
         self.paint(code, text)
     }
@@ -73,7 +72,7 @@ pub fn print_answer(answer: &Answer, elapsed_ms: u64, style: &Style) {
         answer.status()
     );
     let text = answer.text();
-    let shown = meterwire::bound(text, ANSWER_SHOWN);
+    let shown = bound(text, ANSWER_SHOWN);
     out!("{}", tame(shown, false));
     if shown.len() < text.len() {
         let more = text.len() - shown.len();
@@ -93,7 +92,7 @@ pub fn print_refusal(refusal: &Refusal, style: &Style) {
     );
     out!("  {}  {}", style.bold("reason"), refusal.reason());
     out!("  {}  {}", style.bold("remedy"), refusal.remedy());
-    if let Some(source) = refusal.source() {
+    if let Some(source) = refusal.variable() {
         out!("  {}  {source}", style.bold("source"));
     }
     if let Some(delay) = refusal.retry_after() {
@@ -148,7 +147,6 @@ pub fn meaning(cause: Cause) -> &'static str {
         Cause::EngineUnreachable => "check the address",
         Cause::EngineOutOfCredit => "fund the account",
         Cause::EngineOverQuota => "wait for the window",
-        _ => "see the reason",
     }
 }
 
@@ -194,7 +192,7 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
                 continue;
             }
             // A word wider than the whole line: split it.
-            let head = meterwire::bound(word, width);
+            let head = bound(word, width);
             lines.push(head.to_owned());
             word = &word[head.len()..];
             if word.is_empty() {
@@ -208,7 +206,7 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
     if lines.len() > max_lines {
         lines.truncate(max_lines);
         if let Some(last) = lines.last_mut() {
-            let kept = meterwire::bound(last, width.saturating_sub(2)).trim_end();
+            let kept = bound(last, width.saturating_sub(2)).trim_end();
             *last = format!("{kept} …");
         }
     }
@@ -218,4 +216,12 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
 /// `text` padded with spaces to `width` characters (never cut).
 pub fn pad(text: &str, width: usize) -> String {
     format!("{text:<width$}")
+}
+
+/// `text` cut to at most `max_chars` characters, on a character boundary.
+fn bound(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
 }
