@@ -334,3 +334,97 @@ fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::Address;
+    use crate::config::Origin;
+
+    const TOKEN: &str = "mw-unit-Q7vX2kP9zR4tL8wN";
+
+    fn site() -> Site {
+        let address = Address::parse(
+            "https://engine.example/v1/predict",
+            Origin::Variable("CHANT_BEHAVIOUR_ENGINE".to_owned()),
+        )
+        .expect("an address");
+        Site::new(
+            "acme",
+            address,
+            Origin::Variable("CHANT_BEHAVIOUR_TOKEN".to_owned()),
+            Concealer::new([TOKEN]),
+        )
+    }
+
+    fn refusal(status: u16, body: &str) -> Option<Refusal> {
+        refusal_for_status(&site(), status, &HeaderMap::new(), body.as_bytes(), SystemTime::now())
+    }
+
+    #[test]
+    fn every_status_becomes_what_the_table_says() {
+        for status in 100..=599u16 {
+            let found = refusal(status, "");
+            let Some(found) = found else {
+                assert!((200..300).contains(&status), "{status} gave no refusal");
+                continue;
+            };
+            let expected = match status {
+                401 | 403 => Cause::NoEngine,
+                402 => Cause::EngineOutOfCredit,
+                429 => Cause::EngineOverQuota,
+                _ => Cause::EngineUnreachable,
+            };
+            assert_eq!(found.cause(), expected, "{status}");
+            assert_eq!(found.status(), Some(status));
+            let variable = match status {
+                401 | 403 => "CHANT_BEHAVIOUR_TOKEN",
+                _ => "CHANT_BEHAVIOUR_ENGINE",
+            };
+            assert_eq!(found.variable(), Some(variable), "{status}");
+            assert!(found.reason().contains(&format!("HTTP {status}")), "{status}");
+            assert!(found.reason().contains("scope \"acme\""), "{status}");
+            assert!(found.remedy().contains("CHANT_BEHAVIOUR_"), "{status}");
+        }
+    }
+
+    #[test]
+    fn each_unreachable_status_points_its_remedy_where_the_contract_says() {
+        for (statuses, fix, phrase) in [
+            (&[400, 413, 415, 422][..], Fix::Request, "fix the request"),
+            (&[404, 405, 410][..], Fix::Path, "an endpoint the engine serves"),
+            (&[408, 500, 502, 503, 504][..], Fix::Health, "try again later"),
+            (&[301, 302, 307, 308][..], Fix::Reach, "without a redirect"),
+        ] {
+            for &status in statuses {
+                assert_eq!(fix_for_status(status), fix, "{status}");
+                let remedy = refusal(status, "").expect("a refusal").remedy().to_owned();
+                assert!(remedy.contains(phrase), "{status}: {remedy}");
+                if fix != Fix::Reach {
+                    assert!(!remedy.contains("reachable"), "{status}: {remedy}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn credit_codes_turn_a_429_into_out_of_credit_and_nothing_else() {
+        let body = r#"{"error": {"type": "insufficient_quota"}}"#;
+        let found = refusal(429, body).expect("a refusal");
+        assert_eq!(found.cause(), Cause::EngineOutOfCredit);
+        assert!(found.reason().contains("HTTP 429 with the code \"insufficient_quota\""));
+        for status in [400, 403, 503] {
+            let found = refusal(status, body).expect("a refusal");
+            assert_ne!(found.cause(), Cause::EngineOutOfCredit, "{status}");
+        }
+    }
+
+    #[test]
+    fn a_token_in_a_credit_code_is_concealed_and_never_a_code() {
+        let body = format!(r#"{{"error": {{"code": "insufficient_quota_{TOKEN}"}}}}"#);
+        let found = refusal(429, &body).expect("a refusal");
+        assert_eq!(found.cause(), Cause::EngineOutOfCredit);
+        assert!(!found.report().to_json().contains(TOKEN));
+        assert!(found.reason().contains("insufficient_quota_[redacted]"), "{}", found.reason());
+    }
+}
