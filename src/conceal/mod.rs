@@ -1,0 +1,319 @@
+//! The concealer: the one place that keeps the bearer token out of every
+//! string this crate produces.
+//!
+//! The engine is metered and bills whoever owns the token, so a token that
+//! reaches a log line, an error message or a panic report is a bill anyone
+//! can run up. Engines echo what they were sent, and echo it encoded:
+//! JSON-escaped, percent-encoded, as HTML character references, inside
+//! base64, often several layers at once. Searching for the token as itself
+//! catches none of those, so every string that leaves the crate goes through
+//! [`Concealer::conceal`], which decodes the text into [`views`] that remember
+//! where each byte came from, searches each view once for the token, its hex
+//! and its base64 cores ([`patterns`], [`scan`](mod@scan)), and conceals the
+//! source spans the hits map back to. [`escapes`] holds the decoders, and
+//! [`shapes`] the credential shapes [`Concealer::scrub`] also removes.
+//! Callers conceal before they [`bound`] a string: half a token no longer
+//! matches, but is still half a secret.
+//!
+//! The design, and why it is linear: `DESIGN.md` in the repository.
+
+mod escapes;
+mod patterns;
+mod scan;
+mod shapes;
+mod views;
+
+use crate::Env;
+use patterns::{Matcher, compile};
+use scan::{Nested, Raw, Spans, scan};
+use shapes::scrub_shapes;
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use views::{Families, View};
+
+/// What every concealed secret, and every scrubbed credential, is replaced by.
+///
+/// ```
+/// use meterwire::{Concealer, REDACTED};
+///
+/// let concealer = Concealer::new(["sk-test-0123456789abcdef"]);
+/// assert_eq!(
+///     concealer.conceal("token sk-test-0123456789abcdef here"),
+///     format!("token {REDACTED} here"),
+/// );
+/// ```
+pub const REDACTED: &str = "[redacted]";
+
+/// Whether a variable or flag name marks its value as a credential: it
+/// holds one of the credential markers, in any case, with `-` read as `_`
+/// (so the flag `--api-key` counts like the variable `API_KEY`).
+///
+/// `AUTH` counts only as a whole word of the name (`BASIC_AUTH`,
+/// `AUTH_HEADER`, `OAUTH_CODE`, `AUTHORIZATION`): as a bare substring it
+/// would take `GIT_AUTHOR_NAME`, and every answer naming the author would
+/// lose the name.
+pub(crate) fn is_credential_name(name: &str) -> bool {
+    let name = name.to_ascii_uppercase().replace('-', "_");
+    CREDENTIAL_MARKERS
+        .iter()
+        .any(|marker| name.contains(marker))
+        || name
+            .split('_')
+            .any(|word| matches!(word, "AUTH" | "OAUTH" | "AUTHORIZATION"))
+}
+
+/// Shorter secrets are ignored: concealing them would blank ordinary words.
+const MIN_SECRET_CHARS: usize = 4;
+
+/// A value read from a credential-named variable must be at least this long:
+/// such names also hold flags and modes (`AUTH_MODE=oidc`), which are not
+/// secret and would otherwise blank common words.
+const MIN_ENV_SECRET_CHARS: usize = 8;
+
+/// A base64 core shorter than this matches ordinary text too often.
+const MIN_CORE_LEN: usize = 4;
+
+/// Substrings of a variable name that mark its value as a credential.
+const CREDENTIAL_MARKERS: [&str; 10] = [
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "PRIVATE_KEY",
+    "API_KEY",
+    "APIKEY",
+    "ACCESS_KEY",
+    "SESSION_KEY",
+];
+
+/// Finds configured secrets, in every encoded form, and replaces them with
+/// [`REDACTED`].
+///
+/// Cloning is cheap: the compiled automaton is shared.
+///
+/// ```
+/// use meterwire::Concealer;
+///
+/// let concealer = Concealer::new(["mw_live_4f+Ab/9z"]);
+/// // As itself, JSON-escaped, and percent-encoded.
+/// assert_eq!(concealer.conceal("a mw_live_4f+Ab/9z b"), "a [redacted] b");
+/// assert_eq!(concealer.conceal(r#"{"t":"mw_live_4f\u002BAb\/9z"}"#), r#"{"t":"[redacted]"}"#);
+/// assert_eq!(concealer.conceal("?t=mw_live_4f%2BAb%2F9z&x=1"), "?t=[redacted]&x=1");
+/// ```
+#[derive(Clone)]
+pub struct Concealer {
+    inner: Arc<Inner>,
+}
+
+/// What every clone of a concealer shares.
+struct Inner {
+    /// How many distinct secrets are concealed; all `Debug` may reveal.
+    secrets: usize,
+    matcher: Matcher,
+}
+
+impl Concealer {
+    /// A concealer for these secrets. Each is concealed as itself and in
+    /// every encoded form (see the module docs); a secret shorter than 4
+    /// characters is ignored.
+    ///
+    /// ```
+    /// use meterwire::Concealer;
+    ///
+    /// let concealer = Concealer::new(["sk-test-0123456789abcdef", "abc"]);
+    /// assert_eq!(
+    ///     concealer.conceal("key sk-test-0123456789abcdef, word abc"),
+    ///     "key [redacted], word abc",
+    /// );
+    /// ```
+    pub fn new<'a>(secrets: impl IntoIterator<Item = &'a str>) -> Concealer {
+        Concealer::build(secrets.into_iter().collect())
+    }
+
+    /// As [`Concealer::new`], plus the value of every variable in `env` whose
+    /// name is credential-shaped (contains `TOKEN`, `SECRET`, `PASSWORD`,
+    /// `PASSWD`, `CREDENTIAL`, `PRIVATE_KEY`, `API_KEY`, `APIKEY`,
+    /// `ACCESS_KEY`, `SESSION_KEY`, or the word `AUTH`, in any case) and whose value,
+    /// trimmed, is at least 8 characters long. The trimmed value is what gets
+    /// concealed.
+    ///
+    /// ```
+    /// use meterwire::{Concealer, Env};
+    ///
+    /// let env = Env::from_pairs([
+    ///     ("GITHUB_TOKEN", "ghp_0123456789abcdefghij"),
+    ///     ("HOME", "/home/predictor"),
+    /// ]);
+    /// let concealer = Concealer::with_env([], &env);
+    /// assert_eq!(
+    ///     concealer.conceal("ghp_0123456789abcdefghij in /home/predictor"),
+    ///     "[redacted] in /home/predictor",
+    /// );
+    /// ```
+    pub fn with_env<'a>(secrets: impl IntoIterator<Item = &'a str>, env: &Env) -> Concealer {
+        let mut all: Vec<&str> = secrets.into_iter().collect();
+        all.extend(env.iter().filter_map(|(name, value)| {
+            let value = value.trim();
+            (is_credential_name(name) && value.chars().count() >= MIN_ENV_SECRET_CHARS)
+                .then_some(value)
+        }));
+        Concealer::build(all)
+    }
+
+    fn build(mut secrets: Vec<&str>) -> Concealer {
+        secrets.retain(|s| s.chars().count() >= MIN_SECRET_CHARS);
+        secrets.sort_unstable();
+        secrets.dedup();
+        let matcher = if secrets.is_empty() {
+            Matcher::Nothing
+        } else {
+            compile(&secrets)
+        };
+        Concealer {
+            inner: Arc::new(Inner {
+                secrets: secrets.len(),
+                matcher,
+            }),
+        }
+    }
+
+    /// The text with every secret, in every encoded form, replaced by
+    /// [`REDACTED`]. Overlapping or touching hits become one marker.
+    /// Borrowed when nothing was found.
+    ///
+    /// The forms, also mixed within one occurrence and up to two layers
+    /// deep (JSON quoted in JSON, a JSON-escaped token percent-encoded):
+    /// - the secret as itself, and its hex in either case;
+    /// - JSON / JavaScript escapes: `\/ \" \\ \' \n \t \r \b \f \v`,
+    ///   `\uXXXX` for any character in either hex case, surrogate pairs,
+    ///   `\xHH` and `\u{X…}`;
+    /// - percent-encoding in either hex case, any character or none;
+    /// - HTML / XML references: `&#43;` and `&#x2B;` (either case of `x` and
+    ///   digits, `;` optional), the HTML5 names of ASCII punctuation, the
+    ///   Latin-1 names, and `&amp` `&lt` `&gt` `&quot` `&nbsp` without `;`;
+    /// - base64 and base64url, padded or not, at any alignment inside a
+    ///   longer run (`Bearer <secret>`, `user:<secret>`): the whole run goes.
+    ///
+    /// ```
+    /// use meterwire::Concealer;
+    /// use std::borrow::Cow;
+    ///
+    /// let concealer = Concealer::new(["sk-test-0123456789abcdef"]);
+    /// // `Bearer sk-test-0123456789abcdef`, base64-encoded.
+    /// let header = "Authorization: Basic QmVhcmVyIHNrLXRlc3QtMDEyMzQ1Njc4OWFiY2RlZg==";
+    /// assert_eq!(concealer.conceal(header), "Authorization: Basic [redacted]");
+    /// assert!(matches!(concealer.conceal("nothing here"), Cow::Borrowed(_)));
+    /// ```
+    pub fn conceal<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let search = match &self.inner.matcher {
+            Matcher::Nothing => return Cow::Borrowed(text),
+            Matcher::FailClosed if text.is_empty() => return Cow::Borrowed(text),
+            Matcher::FailClosed => return Cow::Owned(REDACTED.to_owned()),
+            Matcher::Automaton(search) => search,
+        };
+        let mut spans = Spans::new(text);
+        let bytes = text.as_bytes();
+        scan(search, bytes, &Raw, &mut spans);
+        let present = Families::present_in(bytes);
+        if !search.any_relevant_escape(bytes, present) {
+            return spans.replace();
+        }
+        for families in present.views() {
+            let view = View::decode(bytes, families);
+            // Triggers that start no escape (`%%%%`, `&&&&`) leave the text
+            // as it is: its scan and its own views are the ones above.
+            if view.decoded() == 0 {
+                continue;
+            }
+            scan(search, &view.bytes, &view, &mut spans);
+            // One layer more, the same way, for what was encoded twice: an
+            // error quoting upstream JSON as a JSON string (`\\u002B`), a
+            // percent-encoded JSON body (`%5Cu002B`).
+            for inner in Families::present_in(&view.bytes).views() {
+                let nested = View::decode(&view.bytes, inner);
+                if nested.decoded() == 0 {
+                    continue;
+                }
+                let map = Nested {
+                    outer: &view,
+                    inner: &nested,
+                };
+                scan(search, &nested.bytes, &map, &mut spans);
+            }
+        }
+        spans.replace()
+    }
+
+    /// [`Concealer::conceal`], then also the shapes of credentials in text
+    /// an engine wrote, whoever's they are: every URL is cut to
+    /// `scheme://host[:port]` (userinfo, path, query and fragment dropped),
+    /// `Bearer <credential>` / `Basic <credential>` become
+    /// `Bearer [redacted]` / `Basic [redacted]`, and JWTs and PEM private
+    /// keys (to their END line, or to the end of the text if it is missing)
+    /// become `[redacted]`.
+    ///
+    /// ```
+    /// use meterwire::Concealer;
+    ///
+    /// let concealer = Concealer::new(["sk-test-0123456789abcdef"]);
+    /// assert_eq!(
+    ///     concealer.scrub("GET https://u:p@engine.example:8443/v1?key=k failed; sent Bearer abc.def"),
+    ///     "GET https://engine.example:8443 failed; sent Bearer [redacted]",
+    /// );
+    /// ```
+    pub fn scrub(&self, text: &str) -> String {
+        scrub_shapes(&self.conceal(text))
+    }
+
+    /// True when no secret is held: [`Concealer::conceal`] is then the
+    /// identity.
+    ///
+    /// ```
+    /// use meterwire::Concealer;
+    ///
+    /// assert!(Concealer::new([]).is_empty());
+    /// assert!(Concealer::new(["abc"]).is_empty()); // too short to conceal
+    /// assert!(!Concealer::new(["abcd"]).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.inner.secrets == 0
+    }
+}
+
+/// Prints how many secrets are held, never any of them.
+///
+/// ```
+/// use meterwire::Concealer;
+///
+/// let concealer = Concealer::new(["sk-test-0123456789abcdef", "mw_live_4f+Ab/9z"]);
+/// assert_eq!(format!("{concealer:?}"), "Concealer { secrets: 2 }");
+/// ```
+impl fmt::Debug for Concealer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Concealer")
+            .field("secrets", &self.inner.secrets)
+            .finish()
+    }
+}
+
+/// The longest prefix of `text` holding at most `max_chars` characters.
+///
+/// Counts characters, not bytes, and cuts only between characters, so the
+/// result is always valid UTF-8 and never panics. Conceal first, then bound:
+/// a bound applied first could leave half a token, which no longer matches.
+///
+/// ```
+/// use meterwire::bound;
+///
+/// assert_eq!(bound("héllo", 2), "hé");
+/// assert_eq!(bound("héllo", 10), "héllo");
+/// assert_eq!(bound("日本語", 0), "");
+/// ```
+pub fn bound(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}

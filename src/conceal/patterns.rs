@@ -1,0 +1,213 @@
+//! What is searched for: each secret as itself, its hex in either case, and
+//! the base64 cores of its encodings, all compiled into one automaton.
+
+use super::MIN_CORE_LEN;
+use super::escapes::{char_ref, json_escape, percent_escape};
+use super::views::{Decoded, Families};
+use aho_corasick::{AhoCorasick, MatchKind};
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+use std::collections::BTreeMap;
+
+/// What a concealer searches with.
+pub(super) enum Matcher {
+    /// No secret: concealing is the identity.
+    Nothing,
+    Automaton(Box<Search>),
+    /// The automaton could not be built (only past size limits no real
+    /// token set reaches). Concealing everything is the only answer that
+    /// keeps the promise.
+    FailClosed,
+}
+
+/// What a hit of a pattern conceals.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Kind {
+    /// The secret itself, or its hex: conceal exactly the hit.
+    Exact,
+    /// A base64 core: conceal the whole base64 run around the hit.
+    Base64Core,
+}
+
+/// Builds the one automaton that serves every view.
+pub(super) fn compile(secrets: &[&str]) -> Matcher {
+    // A pattern that is both exact and a core conceals as a core: the run
+    // around it contains the exact hit.
+    let mut patterns: BTreeMap<Vec<u8>, Kind> = BTreeMap::new();
+    for secret in secrets {
+        patterns.insert(secret.as_bytes().to_vec(), Kind::Exact);
+        let lower: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+        patterns.insert(lower.to_ascii_uppercase().into_bytes(), Kind::Exact);
+        patterns.insert(lower.into_bytes(), Kind::Exact);
+    }
+    for secret in secrets {
+        for core in base64_cores(secret.as_bytes()) {
+            patterns.insert(core.into_bytes(), Kind::Base64Core);
+        }
+    }
+    let kinds: Vec<Kind> = patterns.values().copied().collect();
+    // A hit at one start hides the shorter patterns starting there too; of
+    // those only a core conceals more than the hit (its whole run), and any
+    // one core does, since every core is all base64.
+    let core_prefix = patterns
+        .iter()
+        .map(|(pattern, kind)| {
+            let shorter_core = |(other, k): (&Vec<u8>, &Kind)| {
+                (*k == Kind::Base64Core
+                    && other.len() < pattern.len()
+                    && pattern.starts_with(other))
+                .then_some(other.len())
+            };
+            (*kind == Kind::Exact)
+                .then(|| patterns.iter().find_map(shorter_core))
+                .flatten()
+        })
+        .collect();
+    let mut relevant = [false; 256];
+    // The base64 characters and padding too: a view extends a base64 run
+    // over them.
+    for byte in patterns.keys().flatten().copied().chain(*b"\\%&#;{}+/-_=") {
+        relevant[usize::from(byte)] = true;
+    }
+    for byte in (b'0'..=b'9').chain(b'A'..=b'Z').chain(b'a'..=b'z') {
+        relevant[usize::from(byte)] = true;
+    }
+    // Leftmost-longest rather than overlapping semantics: it lets the
+    // automaton skip ahead with a vectorized prefilter (Teddy) instead of
+    // stepping through every byte, about ten times faster on text with
+    // nothing to find. Overlaps are recovered by `scan`, which restarts one
+    // byte after each hit's start.
+    match AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(patterns.keys())
+    {
+        Ok(automaton) => Matcher::Automaton(Box::new(Search {
+            automaton,
+            kinds,
+            core_prefix,
+            relevant,
+        })),
+        Err(_) => Matcher::FailClosed,
+    }
+}
+
+/// The compiled automaton and what each of its patterns conceals.
+pub(super) struct Search {
+    pub(super) automaton: AhoCorasick,
+    /// What a hit of each pattern conceals, by pattern id.
+    pub(super) kinds: Vec<Kind>,
+    /// For an exact pattern, the length of a core that is a prefix of it,
+    /// if any: the core matches wherever the pattern does.
+    pub(super) core_prefix: Vec<Option<usize>>,
+    /// The bytes an escape must decode to for a view to matter: any byte
+    /// of a pattern, a trigger, and any byte that can continue an escape of
+    /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a
+    /// base64 run is made of.
+    relevant: [bool; 256],
+}
+
+impl Search {
+    /// Whether any escape, wherever a trigger starts one, decodes to a
+    /// relevant byte. When none does, no view can add a hit: a hit in a
+    /// view is all pattern bytes, so it holds no decoded byte and is a copy
+    /// of the text, which the raw scan has searched; and a second layer
+    /// finds only triggers the text itself holds, starting escapes that are
+    /// the text's own or that would need a relevant decoded byte to go on.
+    /// Every view parses its escapes at trigger positions with the same
+    /// decoders, so checking every trigger once covers them all. Text
+    /// whose escapes are newlines and quotes (`\n`, `\"`) then costs one
+    /// visit per escape instead of decoded views.
+    pub(super) fn any_relevant_escape(&self, text: &[u8], present: Families) -> bool {
+        let relevant = |p: usize| {
+            let decoded = match text.get(p) {
+                Some(b'\\') => json_escape(text, p),
+                Some(b'%') => percent_escape(text, p),
+                _ => char_ref(text, p),
+            };
+            match decoded {
+                None => false,
+                Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
+                Some((_, Decoded::Char(c))) => {
+                    let mut buf = [0u8; 4];
+                    c.encode_utf8(&mut buf)
+                        .bytes()
+                        .any(|b| self.relevant[usize::from(b)])
+                }
+            }
+        };
+        // Every trigger of a present family, once: `at` moves past each.
+        // `next_trigger` rather than an iterator, for its fast path in a
+        // run of triggers.
+        let mut at = 0;
+        while let Some(p) = present.next_trigger(text, at) {
+            if relevant(p) {
+                return true;
+            }
+            at = p + 1;
+        }
+        false
+    }
+}
+
+/// The characters of the secret's base64 that only the secret determines,
+/// at each alignment (0, 1 or 2 bytes of the same 3-byte group before it),
+/// in both alphabets.
+fn base64_cores(secret: &[u8]) -> Vec<String> {
+    let mut cores = Vec::with_capacity(6);
+    for align in 0..3 {
+        let mut data = vec![0u8; align];
+        data.extend_from_slice(secret);
+        let n = data.len();
+        // With 1 byte before it, the group's 2nd character mixes that byte
+        // in; with 2, the 3rd does. Everything after is the secret's own.
+        let head = [0, 2, 3][align];
+        // A final partial group of 1 or 2 bytes: its last non-padding
+        // character mixes in whatever follows the secret.
+        let tail = 4 * (n / 3) + [0, 1, 2][n % 3];
+        for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
+            let encoded = engine.encode(&data);
+            if let Some(core) = encoded.get(head..tail)
+                && core.len() >= MIN_CORE_LEN
+                && !cores.iter().any(|c: &String| c == core)
+            {
+                cores.push(core.to_owned());
+            }
+        }
+    }
+    cores
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cores_of_a_four_char_secret_are_all_long_enough() {
+        let cores = base64_cores(b"abcd");
+        assert_eq!(cores.len(), 3, "{cores:?}");
+        assert!(cores.iter().all(|c| c.len() >= MIN_CORE_LEN));
+    }
+
+    #[test]
+    fn every_core_is_in_the_encoding_whatever_precedes_and_follows() {
+        let secret = b"mw_live_4f+Ab/9z";
+        let cores = base64_cores(secret);
+        for before in 0..6 {
+            for after in 0..4 {
+                let mut data = vec![0xA5u8; before];
+                data.extend_from_slice(secret);
+                data.extend(std::iter::repeat_n(0x5Au8, after));
+                let std = base64::engine::general_purpose::STANDARD.encode(&data);
+                let url = URL_SAFE_NO_PAD.encode(&data);
+                assert!(
+                    cores.iter().any(|c| std.contains(c.as_str())),
+                    "{before} {after}"
+                );
+                assert!(
+                    cores.iter().any(|c| url.contains(c.as_str())),
+                    "{before} {after}"
+                );
+            }
+        }
+    }
+}

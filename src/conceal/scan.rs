@@ -1,0 +1,239 @@
+//! The scan: one search of one view, each hit mapped back to the span of
+//! source text it came from, and the spans merged and replaced at the end.
+
+use super::REDACTED;
+use super::patterns::{Kind, Search};
+use super::views::View;
+use aho_corasick::Input;
+use std::borrow::Cow;
+
+/// Searches one view and records the source span of every hit.
+pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut Spans) {
+    // Hits arrive in order of their start, and a core lies inside one run,
+    // so the run last expanded is the only one a later hit can fall in
+    // again; skipping those keeps a long run with many hits linear.
+    let mut run: Option<(usize, usize)> = None;
+    let mut conceal = |kind: Kind, start: usize, end: usize| {
+        let (start, end) = match kind {
+            Kind::Exact => (start, end),
+            Kind::Base64Core => {
+                if let Some((a, b)) = run
+                    && start >= a
+                    && end <= b
+                {
+                    return;
+                }
+                let expanded = base64_run(hay, start, end);
+                run = Some(expanded);
+                expanded
+            }
+        };
+        if map.copied(start, end) {
+            return;
+        }
+        match map.source(start, end) {
+            Some((a, b)) => spans.push(a, b),
+            None => spans.everything(),
+        }
+    };
+    // Every start that has a hit, in order: the leftmost-longest hit from
+    // `at`, then again from one byte past its start, so a hit overlapping
+    // the previous one is found too. `at` only grows, and each search finds
+    // the next start or ends the loop.
+    let mut at = 0;
+    while at < hay.len() {
+        let hit = match search.automaton.try_find(Input::new(hay).range(at..)) {
+            Ok(Some(hit)) => hit,
+            Ok(None) => return,
+            Err(_) => return spans.everything(),
+        };
+        let id = hit.pattern().as_usize();
+        let kind = search.kinds.get(id).copied().unwrap_or(Kind::Base64Core);
+        conceal(kind, hit.start(), hit.end());
+        if let Some(Some(len)) = search.core_prefix.get(id) {
+            conceal(Kind::Base64Core, hit.start(), hit.start() + len);
+        }
+        at = hit.start() + 1;
+    }
+}
+
+/// Either alphabet, since a run may be either.
+pub(super) fn is_base64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_')
+}
+
+/// The maximal base64 run around `start..end`, with up to two `=` of padding.
+pub(super) fn base64_run(hay: &[u8], start: usize, end: usize) -> (usize, usize) {
+    let mut a = start;
+    while a > 0 && hay.get(a - 1).copied().is_some_and(is_base64) {
+        a -= 1;
+    }
+    let mut b = end;
+    while hay.get(b).copied().is_some_and(is_base64) {
+        b += 1;
+    }
+    for _ in 0..2 {
+        if hay.get(b) == Some(&b'=') {
+            b += 1;
+        }
+    }
+    (a, b)
+}
+
+/// Maps a byte range of a view back to the source text.
+pub(super) trait SourceMap {
+    /// `None` only if the view is inconsistent, which the caller treats as
+    /// "conceal everything".
+    fn source(&self, start: usize, end: usize) -> Option<(usize, usize)>;
+
+    /// Whether the range is a copy of contiguous text, no escape decoded in
+    /// it: the scan of the text itself finds whatever lies there, so a view
+    /// need not record it again (in text full of the token, most hits of
+    /// every view are such copies).
+    fn copied(&self, start: usize, end: usize) -> bool;
+}
+
+/// The text itself.
+pub(super) struct Raw;
+
+impl SourceMap for Raw {
+    fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
+        Some((start, end))
+    }
+
+    /// The text's own hits are the ones that must be recorded.
+    fn copied(&self, _: usize, _: usize) -> bool {
+        false
+    }
+}
+
+/// A view of a view: maps through both.
+pub(super) struct Nested<'v> {
+    pub(super) outer: &'v View,
+    pub(super) inner: &'v View,
+}
+
+impl SourceMap for Nested<'_> {
+    fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
+        let (start, end) = self.inner.source(start, end)?;
+        self.outer.source(start, end)
+    }
+
+    fn copied(&self, start: usize, end: usize) -> bool {
+        self.inner.copied(start, end)
+            && self
+                .inner
+                .source(start, end)
+                .is_some_and(|(a, b)| self.outer.copied(a, b))
+    }
+}
+
+/// The source spans to conceal, widened to char boundaries.
+pub(super) struct Spans<'t> {
+    text: &'t str,
+    spans: Vec<(usize, usize)>,
+}
+
+impl<'t> Spans<'t> {
+    pub(super) fn new(text: &'t str) -> Spans<'t> {
+        Spans {
+            text,
+            spans: Vec::new(),
+        }
+    }
+
+    pub(super) fn push(&mut self, start: usize, end: usize) {
+        let (start, end) = (self.floor(start), self.ceil(end));
+        // Hits within one view come nearly in order, so folding into the
+        // last span keeps a text made of one repeated secret from growing a
+        // span per byte.
+        if let Some(last) = self.spans.last_mut()
+            && start <= last.1
+            && end >= last.0
+        {
+            *last = (last.0.min(start), last.1.max(end));
+            return;
+        }
+        self.spans.push((start, end));
+    }
+
+    pub(super) fn everything(&mut self) {
+        self.spans.push((0, self.text.len()));
+    }
+
+    /// A view may map into the middle of a multi-byte char (a percent
+    /// escape of one of its bytes next to a literal one): widen to the
+    /// whole char, so that no part of it survives and slicing stays valid.
+    fn floor(&self, mut at: usize) -> usize {
+        at = at.min(self.text.len());
+        while !self.text.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    }
+
+    fn ceil(&self, mut at: usize) -> usize {
+        at = at.min(self.text.len());
+        while !self.text.is_char_boundary(at) {
+            at += 1;
+        }
+        at
+    }
+
+    /// Merges overlapping and touching spans, then replaces each with one
+    /// marker. Built left to right into a fresh string, which gives the same
+    /// result as replacing right to left in place, in linear time.
+    pub(super) fn replace(mut self) -> Cow<'t, str> {
+        let text = self.text;
+        if self.spans.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        self.spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(self.spans.len());
+        for (start, end) in self.spans {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (start, end) in merged {
+            out.push_str(text.get(at..start).unwrap_or_default());
+            out.push_str(REDACTED);
+            at = end;
+        }
+        out.push_str(text.get(at..).unwrap_or_default());
+        Cow::Owned(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conceal::views::Families;
+
+    #[test]
+    fn a_span_inside_a_multibyte_char_widens_to_the_whole_char() {
+        let text = "aé日b";
+        let mut spans = Spans::new(text);
+        // Into the middle of `é` and of `日`.
+        spans.push(2, 5);
+        assert_eq!(spans.replace(), "a[redacted]b");
+    }
+
+    #[test]
+    fn a_nested_view_maps_through_both_layers() {
+        let text = br"x%5Cu0041y";
+        let outer = View::decode(text, Families::PERCENT);
+        assert_eq!(outer.bytes, br"x\u0041y");
+        let inner = View::decode(&outer.bytes, Families::ESCAPES);
+        assert_eq!(inner.bytes, b"xAy");
+        let nested = Nested {
+            outer: &outer,
+            inner: &inner,
+        };
+        assert_eq!(nested.source(1, 2), Some((1, 9)));
+        assert_eq!(nested.source(0, 3), Some((0, 10)));
+    }
+}
