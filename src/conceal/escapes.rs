@@ -12,10 +12,6 @@ use memchr::memchr;
 /// stray `&`, an unknown name, a reference without its `;` (`&#65`, `&amp`),
 /// a number that is no char (`&#xD800;`). One layer only: `&amp;lt;` is
 /// `&lt;`.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the HTML words of an error body will use it")
-)]
 pub(crate) fn decode_char_refs(text: &str) -> String {
     let src = text.as_bytes();
     let mut out = String::with_capacity(text.len());

@@ -17,7 +17,7 @@
 //!
 //! The design, and why it is linear: `DESIGN.md` in the repository.
 
-mod escapes;
+pub(crate) mod escapes;
 mod patterns;
 mod scan;
 mod shapes;
@@ -298,22 +298,3 @@ impl fmt::Debug for Concealer {
     }
 }
 
-/// The longest prefix of `text` holding at most `max_chars` characters.
-///
-/// Counts characters, not bytes, and cuts only between characters, so the
-/// result is always valid UTF-8 and never panics. Conceal first, then bound:
-/// a bound applied first could leave half a token, which no longer matches.
-///
-/// ```
-/// use meterwire::bound;
-///
-/// assert_eq!(bound("héllo", 2), "hé");
-/// assert_eq!(bound("héllo", 10), "héllo");
-/// assert_eq!(bound("日本語", 0), "");
-/// ```
-pub fn bound(text: &str, max_chars: usize) -> &str {
-    match text.char_indices().nth(max_chars) {
-        Some((end, _)) => &text[..end],
-        None => text,
-    }
-}

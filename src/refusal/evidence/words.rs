@@ -10,6 +10,7 @@
 //! drive a terminal.
 
 use crate::Concealer;
+use crate::conceal::escapes::decode_char_refs;
 use crate::text::{bound, tame};
 
 /// How much of an error body is ever read: enough for any error message,
@@ -111,7 +112,7 @@ fn html_text(text: &str) -> Option<String> {
                 .map_or(lower.len(), |i| open_end + i);
             // `lower` has the same byte offsets as `trimmed`: ASCII lowering
             // changes no lengths.
-            let title = unescape_html(trimmed.get(open_end..close).unwrap_or(""));
+            let title = decode_char_refs(trimmed.get(open_end..close).unwrap_or(""));
             let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
             if !title.is_empty() {
                 return Some(title);
@@ -124,7 +125,7 @@ fn html_text(text: &str) -> Option<String> {
     let mut at = 0;
     loop {
         let open = lower[at..].find('<').map_or(lower.len(), |i| at + i);
-        let line = unescape_html(first_line(trimmed.get(at..open).unwrap_or("")));
+        let line = decode_char_refs(first_line(trimmed.get(at..open).unwrap_or("")));
         if !line.is_empty() {
             return Some(line);
         }
@@ -143,17 +144,6 @@ fn html_text(text: &str) -> Option<String> {
             .find('>')
             .map_or(lower.len(), |close| from + close + 1);
     }
-}
-
-/// The few character references an error page's words use. The concealer
-/// decodes every form on its own; this is only for legibility.
-fn unescape_html(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&nbsp;", " ")
-        .replace("&amp;", "&")
 }
 
 /// The codes an engine uses for an account with no credit left, rather than
