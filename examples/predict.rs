@@ -35,7 +35,11 @@ async fn predict(transport: &HttpTransport, prompt: &str) -> Option<Prediction> 
         Cause::EngineOutOfCredit => "out of credit; stop sending until it is funded",
         Cause::EngineOverQuota => "over quota; hold this predictor until the window passes",
     };
-    eprintln!("{prompt:?}: {} ({what})\n  remedy: {}", refusal.cause(), refusal.remedy());
+    eprintln!(
+        "{prompt:?}: {} ({what})\n  remedy: {}",
+        refusal.cause(),
+        refusal.remedy()
+    );
     None
 }
 
@@ -60,7 +64,12 @@ async fn main() -> Result<(), meterwire::BuildError> {
         .token(SecretString::from("mw-example-0123456789"))
         .header("engine-version", "2025-01-01")
         .build()?;
-    let prompts = ["the cat sat on the", "spend it all", "hurry up", "crash now"];
+    let prompts = [
+        "the cat sat on the",
+        "spend it all",
+        "hurry up",
+        "crash now",
+    ];
     let tasks = prompts.map(|prompt| {
         let transport = transport.clone(); // clones share one pool
         tokio::spawn(async move { (prompt, predict(&transport, prompt).await) })
@@ -72,7 +81,9 @@ async fn main() -> Result<(), meterwire::BuildError> {
         }
     }
     // No address and no token anywhere: refused before anything is sent.
-    let unset = HttpTransport::builder("predict-example").env(Env::new()).build()?;
+    let unset = HttpTransport::builder("predict-example")
+        .env(Env::new())
+        .build()?;
     predict(&unset, "the cat sat on the").await;
     Ok(())
 }

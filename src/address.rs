@@ -312,17 +312,34 @@ mod tests {
             "http://[::1]:9/",
             "http://[::ffff:127.0.0.1]/",
         ] {
-            assert!(Address::parse(value, from("E_ENGINE")).unwrap().is_loopback(), "{value}");
+            assert!(
+                Address::parse(value, from("E_ENGINE"))
+                    .unwrap()
+                    .is_loopback(),
+                "{value}"
+            );
         }
-        for value in ["http://10.0.0.1/", "http://localhost.example/", "http://[::2]/"] {
-            assert!(!Address::parse(value, from("E_ENGINE")).unwrap().is_loopback(), "{value}");
+        for value in [
+            "http://10.0.0.1/",
+            "http://localhost.example/",
+            "http://[::2]/",
+        ] {
+            assert!(
+                !Address::parse(value, from("E_ENGINE"))
+                    .unwrap()
+                    .is_loopback(),
+                "{value}"
+            );
         }
     }
 
     #[test]
     fn what_is_not_an_engines_address_is_refused() {
         let err = |value| Address::parse(value, from("E_ENGINE")).unwrap_err();
-        assert!(matches!(err("grpc://engine.example"), AddressError::Scheme { .. }));
+        assert!(matches!(
+            err("grpc://engine.example"),
+            AddressError::Scheme { .. }
+        ));
         assert!(matches!(err("not a url"), AddressError::Malformed { .. }));
         assert!(matches!(err("   "), AddressError::Malformed { .. }));
         match err("https://user:pa55@engine.example:8443/v1") {

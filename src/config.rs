@@ -50,7 +50,7 @@ impl Origin {
     }
 
     /// `from CHANT_BEHAVIOUR_ENGINE`, or `given in code`.
-    pub(crate) fn from_phrase(&self) -> String {
+    pub(crate) fn provenance(&self) -> String {
         match self {
             Origin::Variable(name) => format!("from {name}"),
             Origin::Code { .. } => "given in code".to_owned(),
@@ -124,7 +124,15 @@ pub(crate) fn plan(
     allow_plaintext: bool,
 ) -> Plan {
     let (token, concealer) = arm(naming, scope, env, given.token);
-    let armed = decide(naming, scope, env, given.address, allow_plaintext, token, &concealer);
+    let armed = decide(
+        naming,
+        scope,
+        env,
+        given.address,
+        allow_plaintext,
+        token,
+        &concealer,
+    );
     Plan { armed, concealer }
 }
 
@@ -164,6 +172,8 @@ fn arm(
     }
 }
 
+// A refusal is as large as what it says; it is built once per transport.
+#[allow(clippy::result_large_err)]
 fn decide(
     naming: &Naming,
     scope: &str,
@@ -282,7 +292,10 @@ pub(crate) fn idempotency_header(
         name: "idempotency-key".to_owned(),
         why,
     };
-    let safe = !key.is_empty() && key.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
+    let safe = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
     if !safe {
         return Err(problem(
             "has a key that is empty or not visible ASCII without quotes and backslashes",
@@ -291,7 +304,8 @@ pub(crate) fn idempotency_header(
     if concealer.conceal(key) != key {
         return Err(problem("has a key in which the concealer finds a secret"));
     }
-    HeaderValue::from_str(&format!("\"{key}\"")).map_err(|_| problem("has a key that is not header-safe"))
+    HeaderValue::from_str(&format!("\"{key}\""))
+        .map_err(|_| problem("has a key that is not header-safe"))
 }
 
 #[cfg(test)]
@@ -314,7 +328,10 @@ mod tests {
         for name in RESERVED_HEADERS {
             let upper = name.to_ascii_uppercase();
             let problem = check_header(&upper, "x", &concealer()).unwrap_err();
-            assert!(problem.describe().contains("transport sets itself"), "{name}");
+            assert!(
+                problem.describe().contains("transport sets itself"),
+                "{name}"
+            );
         }
     }
 
@@ -329,7 +346,10 @@ mod tests {
 
     #[test]
     fn a_value_holding_a_secret_is_refused_and_not_shown() {
-        for value in ["mw-secret-0123456789", "Bearer bXctc2VjcmV0LTAxMjM0NTY3ODk="] {
+        for value in [
+            "mw-secret-0123456789",
+            "Bearer bXctc2VjcmV0LTAxMjM0NTY3ODk=",
+        ] {
             let problem = check_header("x-debug", value, &concealer()).unwrap_err();
             assert!(problem.describe().contains("finds a secret"), "{value}");
             assert!(!problem.describe().contains("mw-secret"));

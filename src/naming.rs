@@ -299,11 +299,19 @@ mod tests {
         let naming = Naming::default();
         assert_eq!(
             naming.address_chain("acme").variables(),
-            ["CHANT_BEHAVIOUR_ENGINE_ACME", "CHANT_BEHAVIOUR_ENGINE", "BEHAVIOUR_ENGINE"],
+            [
+                "CHANT_BEHAVIOUR_ENGINE_ACME",
+                "CHANT_BEHAVIOUR_ENGINE",
+                "BEHAVIOUR_ENGINE"
+            ],
         );
         assert_eq!(
             naming.token_chain("acme").variables(),
-            ["CHANT_BEHAVIOUR_TOKEN_ACME", "CHANT_BEHAVIOUR_TOKEN", "BEHAVIOUR_TOKEN"],
+            [
+                "CHANT_BEHAVIOUR_TOKEN_ACME",
+                "CHANT_BEHAVIOUR_TOKEN",
+                "BEHAVIOUR_TOKEN"
+            ],
         );
     }
 
@@ -342,10 +350,7 @@ mod tests {
         );
         let broken = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN_ACME", "mw-01\n23")]);
         let err = chain.resolve(&broken).expect_err("unusable");
-        assert_eq!(
-            err.origin().variable(),
-            Some("CHANT_BEHAVIOUR_TOKEN_ACME")
-        );
+        assert_eq!(err.origin().variable(), Some("CHANT_BEHAVIOUR_TOKEN_ACME"));
         assert!(chain.resolve(&Env::new()).expect("no error").is_none());
     }
 

@@ -82,7 +82,10 @@ impl Token {
     }
 
     /// A token given in code, checked like a chain's value.
-    pub(crate) fn from_secret(secret: &SecretString, origin: Origin) -> Result<Token, UnusableToken> {
+    pub(crate) fn from_secret(
+        secret: &SecretString,
+        origin: Origin,
+    ) -> Result<Token, UnusableToken> {
         Token::new(secret.expose_secret(), origin)
     }
 
@@ -92,7 +95,7 @@ impl Token {
         &self.origin
     }
 
-/// The one place the value is exposed: it becomes the sensitive
+    /// The one place the value is exposed: it becomes the sensitive
     /// `authorization` header and the concealer that removes it (and the
     /// credential-shaped values of `env`) from every outward string.
     pub(crate) fn arm(&self, env: &Env) -> (HeaderValue, Concealer) {

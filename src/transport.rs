@@ -89,29 +89,44 @@ const REQUEST_ID_LIMIT: usize = 100;
 /// ```
 pub trait Transport: Send + Sync {
     /// Sends `body` and returns the engine's answer or a refusal.
-    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>>;
+    fn send(
+        &self,
+        body: Bytes,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>>;
 }
 
 impl<T: Transport + ?Sized> Transport for &T {
-    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn send(
+        &self,
+        body: Bytes,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         (**self).send(body)
     }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
-    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn send(
+        &self,
+        body: Bytes,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         (**self).send(body)
     }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn send(
+        &self,
+        body: Bytes,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         (**self).send(body)
     }
 }
 
 impl Transport for HttpTransport {
-    fn send(&self, body: Bytes) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn send(
+        &self,
+        body: Bytes,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         Box::pin(HttpTransport::send(self, body))
     }
 }
@@ -486,9 +501,10 @@ impl HttpTransport {
     pub async fn send_json<T: Serialize + ?Sized>(&self, request: &T) -> Result<Answer, Refusal> {
         match serde_json::to_vec(request) {
             Ok(body) => self.execute(Bytes::from(body), None, None).await,
-            Err(error) => Err(self.refuse_unsent(Failure::Unserializable(
-                failure::serialize_category(&error),
-            ))),
+            Err(error) => {
+                Err(self
+                    .refuse_unsent(Failure::Unserializable(failure::serialize_category(&error))))
+            }
         }
     }
 
@@ -542,8 +558,7 @@ impl HttpTransport {
         let budget = deadline.unwrap_or(self.inner.deadline);
         let deadline = started + budget;
         let ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
-        let failed =
-            |failure: Failure| refusal_for_failure(&armed.site, &failure).with_attempts(1);
+        let failed = |failure: Failure| refusal_for_failure(&armed.site, &failure).with_attempts(1);
 
         let mut headers = HeaderMap::with_capacity(4 + self.inner.headers.len());
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -569,11 +584,15 @@ impl HttpTransport {
         if !response.status().is_success() {
             let headers = response.headers().clone();
             let head = read_head(response, deadline).await;
-            return Err(
-                refusal_for_status(&armed.site, status, &headers, &head, SystemTime::now())
-                    .unwrap_or_else(|| failed(Failure::Other))
-                    .with_attempts(1),
-            );
+            return Err(refusal_for_status(
+                &armed.site,
+                status,
+                &headers,
+                &head,
+                SystemTime::now(),
+            )
+            .unwrap_or_else(|| failed(Failure::Other))
+            .with_attempts(1));
         }
 
         let cap = self.inner.max_answer_bytes;
@@ -594,7 +613,13 @@ impl HttpTransport {
             std::borrow::Cow::Borrowed(_) => text,
             std::borrow::Cow::Owned(concealed) => concealed,
         };
-        Ok(Answer::received(status, text, request_id, 1, started.elapsed()))
+        Ok(Answer::received(
+            status,
+            text,
+            request_id,
+            1,
+            started.elapsed(),
+        ))
     }
 }
 
@@ -754,4 +779,3 @@ async fn read_capped(
         }
     }
 }
-

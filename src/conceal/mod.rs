@@ -297,4 +297,3 @@ impl fmt::Debug for Concealer {
             .finish()
     }
 }
-

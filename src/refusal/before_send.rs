@@ -67,7 +67,7 @@ pub(crate) fn bad_address(scope: &str, error: &AddressError, concealer: &Conceal
             format!(
                 "{}: the address{shown} ({}) {what}; nothing was sent",
                 scope_phrase(scope),
-                origin.from_phrase()
+                origin.provenance()
             ),
             origin.set(&fix),
             origin.variable().map(str::to_owned),
@@ -86,7 +86,7 @@ pub(crate) fn plaintext(scope: &str, address: &Address, concealer: &Concealer) -
             format!(
                 "{}: the address {shown} ({}) is plain http to {}, which is not a loopback host; a bearer token is sent only over TLS (RFC 6750 §5.3), so nothing was sent",
                 scope_phrase(scope),
-                origin.from_phrase(),
+                origin.provenance(),
                 concealer.conceal(&address.host())
             ),
             origin.set("the engine's https address"),
@@ -112,7 +112,7 @@ pub(crate) fn no_token(
             format!(
                 "{}: engine at {shown} ({}) has no bearer token; none was given in code and every variable of the token chain is unset or blank: {}; nothing was sent",
                 scope_phrase(scope),
-                address.origin().from_phrase(),
+                address.origin().provenance(),
                 chain.variables().join(", ")
             ),
             format!(
@@ -142,7 +142,7 @@ pub(crate) fn unusable_token(
             format!(
                 "{}: engine at {shown} ({}): {} {}, so it cannot be sent as a header value; nothing was sent",
                 scope_phrase(scope),
-                address.origin().from_phrase(),
+                address.origin().provenance(),
                 origin.holding("the token"),
                 error.problem()
             ),

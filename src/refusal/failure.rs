@@ -124,9 +124,12 @@ pub(crate) fn refusal_for_failure(site: &Site, failure: &Failure) -> Refusal {
             site.host(),
             address.named()
         ),
-        Failure::ConnectionReset | Failure::Deadline { .. } | Failure::Other => {
-            unreachable_remedy(site, failure.fix(), &format!("did not answer: {what}"), None)
-        }
+        Failure::ConnectionReset | Failure::Deadline { .. } | Failure::Other => unreachable_remedy(
+            site,
+            failure.fix(),
+            &format!("did not answer: {what}"),
+            None,
+        ),
         _ => unreachable_remedy(site, failure.fix(), "", None),
     };
     site.seal(Refusal::new(
@@ -241,4 +244,3 @@ fn describe_tls(error: &rustls::Error) -> &'static str {
         _ => "the handshake with the engine failed",
     }
 }
-

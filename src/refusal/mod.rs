@@ -224,7 +224,6 @@ impl Refusal {
         self.source.as_deref()
     }
 
-
     /// The HTTP status the engine answered, when it answered one.
     pub fn status(&self) -> Option<u16> {
         self.status

@@ -52,7 +52,7 @@ impl Site {
             "{}: engine at {} ({})",
             scope_phrase(&self.scope),
             self.shown_address(),
-            self.address.origin().from_phrase()
+            self.address.origin().provenance()
         )
     }
 

@@ -83,7 +83,11 @@ pub(crate) fn unreachable_remedy(
             address.named()
         ),
         Fix::Path => {
-            let path = engine_value(site.address().path().as_bytes(), site.concealer(), PATH_LIMIT);
+            let path = engine_value(
+                site.address().path().as_bytes(),
+                site.concealer(),
+                PATH_LIMIT,
+            );
             format!(
                 "{}: the engine at {host} {what} for the path {path}",
                 address.set("the address of an endpoint the engine serves")
@@ -126,7 +130,9 @@ pub(crate) fn refusal_for_status(
         return None;
     }
     let concealer = site.concealer();
-    let head = concealer.conceal(&String::from_utf8_lossy(body)).into_owned();
+    let head = concealer
+        .conceal(&String::from_utf8_lossy(body))
+        .into_owned();
     let said = match engine_words(&head, concealer) {
         Some(words) => format!("; the engine said: \"{words}\""),
         None => String::new(),
@@ -334,7 +340,6 @@ fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,7 +363,13 @@ mod tests {
     }
 
     fn refusal(status: u16, body: &str) -> Option<Refusal> {
-        refusal_for_status(&site(), status, &HeaderMap::new(), body.as_bytes(), SystemTime::now())
+        refusal_for_status(
+            &site(),
+            status,
+            &HeaderMap::new(),
+            body.as_bytes(),
+            SystemTime::now(),
+        )
     }
 
     #[test]
@@ -382,7 +393,10 @@ mod tests {
                 _ => "CHANT_BEHAVIOUR_ENGINE",
             };
             assert_eq!(found.variable(), Some(variable), "{status}");
-            assert!(found.reason().contains(&format!("HTTP {status}")), "{status}");
+            assert!(
+                found.reason().contains(&format!("HTTP {status}")),
+                "{status}"
+            );
             assert!(found.reason().contains("scope \"acme\""), "{status}");
             assert!(found.remedy().contains("CHANT_BEHAVIOUR_"), "{status}");
         }
@@ -392,8 +406,16 @@ mod tests {
     fn each_unreachable_status_points_its_remedy_where_the_contract_says() {
         for (statuses, fix, phrase) in [
             (&[400, 413, 415, 422][..], Fix::Request, "fix the request"),
-            (&[404, 405, 410][..], Fix::Path, "an endpoint the engine serves"),
-            (&[408, 500, 502, 503, 504][..], Fix::Health, "try again later"),
+            (
+                &[404, 405, 410][..],
+                Fix::Path,
+                "an endpoint the engine serves",
+            ),
+            (
+                &[408, 500, 502, 503, 504][..],
+                Fix::Health,
+                "try again later",
+            ),
             (&[301, 302, 307, 308][..], Fix::Reach, "without a redirect"),
         ] {
             for &status in statuses {
@@ -412,7 +434,11 @@ mod tests {
         let body = r#"{"error": {"type": "insufficient_quota"}}"#;
         let found = refusal(429, body).expect("a refusal");
         assert_eq!(found.cause(), Cause::EngineOutOfCredit);
-        assert!(found.reason().contains("HTTP 429 with the code \"insufficient_quota\""));
+        assert!(
+            found
+                .reason()
+                .contains("HTTP 429 with the code \"insufficient_quota\"")
+        );
         for status in [400, 403, 503] {
             let found = refusal(status, body).expect("a refusal");
             assert_ne!(found.cause(), Cause::EngineOutOfCredit, "{status}");
@@ -425,6 +451,10 @@ mod tests {
         let found = refusal(429, &body).expect("a refusal");
         assert_eq!(found.cause(), Cause::EngineOutOfCredit);
         assert!(!found.report().to_json().contains(TOKEN));
-        assert!(found.reason().contains("insufficient_quota_[redacted]"), "{}", found.reason());
+        assert!(
+            found.reason().contains("insufficient_quota_[redacted]"),
+            "{}",
+            found.reason()
+        );
     }
 }

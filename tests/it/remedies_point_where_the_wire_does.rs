@@ -32,8 +32,14 @@ async fn a_refused_request_points_at_the_request_not_the_network() {
         let refusal = refusal_for(ResponseTemplate::new(status).set_body_string("bad field")).await;
         assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{status}");
         let remedy = refusal.remedy();
-        assert!(remedy.contains("fix the request the predictor sends"), "{status}: {remedy}");
-        assert!(remedy.contains(&format!("HTTP {status}")), "{status}: {remedy}");
+        assert!(
+            remedy.contains("fix the request the predictor sends"),
+            "{status}: {remedy}"
+        );
+        assert!(
+            remedy.contains(&format!("HTTP {status}")),
+            "{status}: {remedy}"
+        );
         assert!(remedy.contains(ADDRESS_VAR), "{remedy}");
         assert!(!remedy.contains("up and reachable"), "{status}: {remedy}");
         assert!(refusal.reason().contains(&format!("HTTP {status}")));
@@ -46,7 +52,10 @@ async fn a_path_the_engine_does_not_serve_points_at_the_address_path() {
         let refusal = refusal_for(ResponseTemplate::new(status)).await;
         assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{status}");
         let remedy = refusal.remedy();
-        assert!(remedy.starts_with(&format!("set {ADDRESS_VAR} to the address of an endpoint")), "{remedy}");
+        assert!(
+            remedy.starts_with(&format!("set {ADDRESS_VAR} to the address of an endpoint")),
+            "{remedy}"
+        );
         assert!(remedy.contains("for the path /v1/predict"), "{remedy}");
         assert!(!remedy.contains("up and reachable"), "{remedy}");
     }
@@ -58,13 +67,18 @@ async fn a_failing_engine_points_at_its_health_with_the_hint() {
         let refusal = refusal_for(ResponseTemplate::new(status)).await;
         assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{status}");
         let remedy = refusal.remedy();
-        assert!(remedy.starts_with("try again later: "), "{status}: {remedy}");
+        assert!(
+            remedy.starts_with("try again later: "),
+            "{status}: {remedy}"
+        );
         assert!(remedy.contains("health"), "{remedy}");
         assert!(remedy.contains(ADDRESS_VAR), "{remedy}");
     }
     let refusal = refusal_for(ResponseTemplate::new(503).insert_header("retry-after", "7")).await;
     assert!(
-        refusal.remedy().starts_with("try again later (the engine asks to wait 7 s)"),
+        refusal
+            .remedy()
+            .starts_with("try again later (the engine asks to wait 7 s)"),
         "{}",
         refusal.remedy()
     );
@@ -85,7 +99,11 @@ async fn a_reset_and_the_deadline_point_at_the_engines_health() {
         .expect("builds");
     let refusal = transport.send("{}").await.expect_err("deadline");
     assert!(refusal.reason().contains("no answer within 100 ms"));
-    assert!(refusal.remedy().starts_with("try again later"), "{}", refusal.remedy());
+    assert!(
+        refusal.remedy().starts_with("try again later"),
+        "{}",
+        refusal.remedy()
+    );
 }
 
 #[tokio::test]
@@ -99,7 +117,11 @@ async fn a_refused_connection_points_at_the_address() {
         .await
         .expect_err("refused");
     assert!(refusal.reason().contains("connection refused"));
-    assert!(refusal.remedy().contains("is up and reachable from here"), "{}", refusal.remedy());
+    assert!(
+        refusal.remedy().contains("is up and reachable from here"),
+        "{}",
+        refusal.remedy()
+    );
 }
 
 #[tokio::test]
@@ -126,9 +148,16 @@ async fn a_429_naming_the_accounts_credit_is_out_of_credit_not_over_quota() {
     assert!(refusal.remedy().contains("fund"), "{}", refusal.remedy());
     assert!(!refusal.report().to_json().contains(TOKEN));
 
-    for code in ["billing_hard_limit_reached", "insufficient_credit", "insufficient_funds", "out_of_credit", "credit_balance_too_low"] {
+    for code in [
+        "billing_hard_limit_reached",
+        "insufficient_credit",
+        "insufficient_funds",
+        "out_of_credit",
+        "credit_balance_too_low",
+    ] {
         let body = format!(r#"{{"error": {{"code": "{code}", "message": "no"}}}}"#);
-        let refusal = refusal_for(ResponseTemplate::new(429).set_body_raw(body, "application/json")).await;
+        let refusal =
+            refusal_for(ResponseTemplate::new(429).set_body_raw(body, "application/json")).await;
         assert_eq!(refusal.cause(), Cause::EngineOutOfCredit, "{code}");
     }
 }

@@ -13,7 +13,9 @@ use meterwire::{
 use wiremock::matchers::{body_json, body_string, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env, transport_for};
+use crate::support::{
+    ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env, transport_for,
+};
 
 /// A token the code gives, different from the chain's [`TOKEN`].
 const CODE_TOKEN: &str = "mw-code-Z3kQ8vN1pX6wR2tY";
@@ -51,7 +53,10 @@ async fn an_address_and_a_token_given_in_code_win_over_their_chains() {
     let chosen = MockServer::start().await;
     let chained = MockServer::start().await;
     Mock::given(method("POST"))
-        .and(header("authorization", format!("Bearer {CODE_TOKEN}").as_str()))
+        .and(header(
+            "authorization",
+            format!("Bearer {CODE_TOKEN}").as_str(),
+        ))
         .respond_with(answering(200))
         .expect(1)
         .mount(&chosen)
@@ -70,7 +75,10 @@ async fn an_address_and_a_token_given_in_code_win_over_their_chains() {
     let answer = transport.send("{}").await.expect("an answer");
     assert_eq!(answer.status(), 200);
     let shown = format!("{transport:?}");
-    assert!(!shown.contains(CODE_TOKEN) && !shown.contains(TOKEN), "{shown}");
+    assert!(
+        !shown.contains(CODE_TOKEN) && !shown.contains(TOKEN),
+        "{shown}"
+    );
 }
 
 #[tokio::test]
@@ -89,9 +97,17 @@ async fn a_token_given_in_code_is_checked_like_a_chains_value() {
         .expect("builds");
     let refusal = transport.send("{}").await.expect_err("refused");
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.variable(), None, "nothing in the environment to blame");
+    assert_eq!(
+        refusal.variable(),
+        None,
+        "nothing in the environment to blame"
+    );
     assert_eq!(refusal.attempts(), 0);
-    assert!(refusal.reason().contains("the token given in code holds a line break"));
+    assert!(
+        refusal
+            .reason()
+            .contains("the token given in code holds a line break")
+    );
     assert!(refusal.remedy().contains("HttpTransportBuilder::token"));
     assert!(refusal.remedy().contains(TOKEN_VAR), "{}", refusal.remedy());
     assert!(!refusal.to_string().contains("Evil"));
@@ -115,8 +131,16 @@ async fn a_rejected_token_given_in_code_names_the_method_and_the_variable() {
     let refusal = transport.send("{}").await.expect_err("refused");
     assert_eq!(refusal.cause(), Cause::NoEngine);
     assert_eq!(refusal.variable(), None);
-    assert!(refusal.reason().contains("(given in code)"), "{}", refusal.reason());
-    assert!(refusal.reason().contains("rejected the token given in code"));
+    assert!(
+        refusal.reason().contains("(given in code)"),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal
+            .reason()
+            .contains("rejected the token given in code")
+    );
     assert!(refusal.reason().contains(&format!("bad token {REDACTED}")));
     assert!(refusal.remedy().contains("HttpTransportBuilder::token"));
     assert!(refusal.remedy().contains(TOKEN_VAR));
@@ -137,13 +161,30 @@ async fn an_address_given_in_code_is_checked_like_a_chains_value() {
             .cloned()
             .expect("refused before sending")
     };
-    for address in ["http://engine.example/v1", "ftp://engine.example/", "   ", "https://u:pw@engine.example/"] {
+    for address in [
+        "http://engine.example/v1",
+        "ftp://engine.example/",
+        "   ",
+        "https://u:pw@engine.example/",
+    ] {
         let refusal = refused(address);
         assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{address}");
         assert_eq!(refusal.variable(), None, "{address}");
-        assert!(refusal.reason().contains("given in code"), "{}", refusal.reason());
-        assert!(refusal.remedy().contains("HttpTransportBuilder::address"), "{}", refusal.remedy());
-        assert!(refusal.remedy().contains("CHANT_BEHAVIOUR_ENGINE"), "{}", refusal.remedy());
+        assert!(
+            refusal.reason().contains("given in code"),
+            "{}",
+            refusal.reason()
+        );
+        assert!(
+            refusal.remedy().contains("HttpTransportBuilder::address"),
+            "{}",
+            refusal.remedy()
+        );
+        assert!(
+            refusal.remedy().contains("CHANT_BEHAVIOUR_ENGINE"),
+            "{}",
+            refusal.remedy()
+        );
         assert!(!refusal.to_string().contains("pw@"));
         assert_refusal_shape(&refusal);
     }
@@ -153,7 +194,10 @@ async fn an_address_given_in_code_is_checked_like_a_chains_value() {
 async fn the_remedy_for_an_address_with_userinfo_names_the_engines_host() {
     let transport = HttpTransport::builder(SCOPE)
         .env(env(&[
-            (ADDRESS_VAR, "https://user:s3cr3t-pass@engine.example:8443/v1"),
+            (
+                ADDRESS_VAR,
+                "https://user:s3cr3t-pass@engine.example:8443/v1",
+            ),
             (TOKEN_VAR, TOKEN),
         ]))
         .build()
@@ -161,7 +205,11 @@ async fn the_remedy_for_an_address_with_userinfo_names_the_engines_host() {
     let refusal = transport.send("{}").await.expect_err("refused");
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
     assert_eq!(refusal.variable(), Some(ADDRESS_VAR));
-    assert!(refusal.remedy().contains("engine.example:8443"), "{}", refusal.remedy());
+    assert!(
+        refusal.remedy().contains("engine.example:8443"),
+        "{}",
+        refusal.remedy()
+    );
     assert!(refusal.remedy().contains(ADDRESS_VAR));
     assert!(!refusal.report().to_json().contains("s3cr3t"));
 }
@@ -181,7 +229,11 @@ async fn a_builders_header_goes_on_every_request() {
         .build()
         .expect("builds");
     transport.send("{}").await.expect("first");
-    transport.clone().send("{}").await.expect("second, from a clone");
+    transport
+        .clone()
+        .send("{}")
+        .await
+        .expect("second, from a clone");
 }
 
 #[test]
@@ -206,7 +258,13 @@ fn a_builder_refuses_headers_it_must_not_send_naming_them_but_never_the_value() 
     ] {
         let error = build(name, "harmless");
         assert!(matches!(error, BuildError::Header(_)), "{name}: {error:?}");
-        assert!(error.to_string().to_lowercase().contains(&name.to_lowercase()), "{error}");
+        assert!(
+            error
+                .to_string()
+                .to_lowercase()
+                .contains(&name.to_lowercase()),
+            "{error}"
+        );
     }
     for (name, value) in [
         ("x-debug", TOKEN),
@@ -233,8 +291,14 @@ async fn a_calls_header_and_idempotency_key_go_on_that_request_alone() {
         .mount(&engine)
         .await;
     let transport = transport_for(&engine.uri(), SCOPE);
-    let call = transport.call("{\"q\":1}").header("x-trace", "t-1").idempotency_key("order-7");
-    assert!(!format!("{call:?}").contains("t-1"), "a call's Debug shows header names only");
+    let call = transport
+        .call("{\"q\":1}")
+        .header("x-trace", "t-1")
+        .idempotency_key("order-7");
+    assert!(
+        !format!("{call:?}").contains("t-1"),
+        "a call's Debug shows header names only"
+    );
     call.send().await.expect("an answer");
     let requests = engine.received_requests().await.expect("recorded");
     assert_eq!(requests.len(), 1);
@@ -261,9 +325,17 @@ async fn a_call_with_a_header_it_must_not_send_is_refused_with_nothing_sent() {
         let refusal = call.send().await.expect_err("refused");
         assert_eq!(refusal.cause(), Cause::EngineUnreachable);
         assert_eq!(refusal.attempts(), 0);
-        assert!(refusal.reason().contains("nothing was sent"), "{}", refusal.reason());
+        assert!(
+            refusal.reason().contains("nothing was sent"),
+            "{}",
+            refusal.reason()
+        );
         assert!(!refusal.report().to_json().contains(TOKEN));
-        assert!(!refusal.remedy().contains("reachable"), "{}", refusal.remedy());
+        assert!(
+            !refusal.remedy().contains("reachable"),
+            "{}",
+            refusal.remedy()
+        );
         assert_refusal_shape(&refusal);
     }
 }
@@ -286,8 +358,16 @@ async fn a_calls_deadline_replaces_the_transports() {
         .send()
         .await
         .expect_err("past the call's deadline");
-    assert!(refusal.reason().contains("no answer within 100 ms"), "{}", refusal.reason());
-    assert!(refusal.remedy().contains("try again later"), "{}", refusal.remedy());
+    assert!(
+        refusal.reason().contains("no answer within 100 ms"),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.remedy().contains("try again later"),
+        "{}",
+        refusal.remedy()
+    );
 
     let hasty = crate::support::builder_for(&engine.uri(), SCOPE)
         .deadline(Duration::from_millis(100))
@@ -299,7 +379,11 @@ async fn a_calls_deadline_replaces_the_transports() {
         .send()
         .await
         .expect("within the call's own deadline");
-    assert!(answer.elapsed() >= Duration::from_millis(400), "{:?}", answer.elapsed());
+    assert!(
+        answer.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        answer.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -319,7 +403,10 @@ async fn send_json_sends_the_serialized_value() {
         .await;
     let transport = transport_for(&engine.uri(), SCOPE);
     let answer = transport
-        .send_json(&Question { prompt: "the cat", n: 2 })
+        .send_json(&Question {
+            prompt: "the cat",
+            n: 2,
+        })
         .await
         .expect("an answer");
     let value: serde_json::Value = answer.json().expect("JSON");
@@ -336,10 +423,17 @@ async fn a_body_that_cannot_be_serialized_is_refused_with_nothing_sent() {
         .await;
     let transport = transport_for(&engine.uri(), SCOPE);
     let keys_are_not_strings: HashMap<(u8, u8), u8> = HashMap::from([((1, 2), 3)]);
-    let refusal = transport.send_json(&keys_are_not_strings).await.expect_err("refused");
+    let refusal = transport
+        .send_json(&keys_are_not_strings)
+        .await
+        .expect_err("refused");
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
     assert_eq!(refusal.attempts(), 0);
-    assert!(refusal.reason().contains("could not be serialized"), "{}", refusal.reason());
+    assert!(
+        refusal.reason().contains("could not be serialized"),
+        "{}",
+        refusal.reason()
+    );
     assert!(refusal.remedy().contains("request"), "{}", refusal.remedy());
     assert!(!refusal.remedy().contains("reachable"));
     assert_refusal_shape(&refusal);
@@ -350,12 +444,17 @@ async fn an_answer_carries_its_request_id_attempts_and_elapsed_time() {
     let engine = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1"))
-        .respond_with(answering(201).insert_header("x-request-id", format!("req-{TOKEN}-9").as_str()))
+        .respond_with(
+            answering(201).insert_header("x-request-id", format!("req-{TOKEN}-9").as_str()),
+        )
         .expect(1)
         .mount(&engine)
         .await;
     let transport = transport_for(&format!("{}/v1", engine.uri()), SCOPE);
-    let answer = transport.send(Bytes::from_static(b"{}")).await.expect("an answer");
+    let answer = transport
+        .send(Bytes::from_static(b"{}"))
+        .await
+        .expect("an answer");
     assert_eq!(answer.status(), 201);
     assert_eq!(answer.request_id(), Some(&*format!("req-{REDACTED}-9")));
     assert_eq!(answer.attempts(), 1);
@@ -371,21 +470,31 @@ async fn a_refusal_counts_its_attempts_in_the_report() {
         .expect(1)
         .mount(&engine)
         .await;
-    let refusal = transport_for(&engine.uri(), SCOPE).send("{}").await.expect_err("503");
+    let refusal = transport_for(&engine.uri(), SCOPE)
+        .send("{}")
+        .await
+        .expect_err("503");
     assert_eq!(refusal.attempts(), 1);
     assert_eq!(refusal.status(), Some(503));
     assert!(refusal.report().to_json().contains("\"attempts\":1"));
     let back: Report = serde_json::from_str(&refusal.report().to_json()).expect("round trip");
     assert_eq!(back.refusal(), &refusal);
 
-    let unsent = HttpTransport::builder(SCOPE).env(Env::new()).build().expect("builds");
+    let unsent = HttpTransport::builder(SCOPE)
+        .env(Env::new())
+        .build()
+        .expect("builds");
     let refusal = unsent.send("{}").await.expect_err("no engine");
     assert_eq!(refusal.attempts(), 0);
     assert!(!refusal.report().to_json().contains("attempts"));
 }
 
 async fn through(transport: impl Transport) -> u16 {
-    transport.send(Bytes::from_static(b"{}")).await.expect("an answer").status()
+    transport
+        .send(Bytes::from_static(b"{}"))
+        .await
+        .expect("an answer")
+        .status()
 }
 
 #[tokio::test]

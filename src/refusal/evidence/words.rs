@@ -24,9 +24,9 @@ pub(crate) const WORDS_LIMIT: usize = 200;
 /// when the body says nothing. `text` is the head of the body, already
 /// concealed.
 pub(crate) fn engine_words(text: &str, concealer: &Concealer) -> Option<String> {
-    let line = json_message(&text)
-        .or_else(|| html_text(&text))
-        .unwrap_or_else(|| first_line(&text).to_owned());
+    let line = json_message(text)
+        .or_else(|| html_text(text))
+        .unwrap_or_else(|| first_line(text).to_owned());
     let words = engine_value(line.as_bytes(), concealer, WORDS_LIMIT);
     (!words.is_empty()).then_some(words)
 }
@@ -188,7 +188,12 @@ pub(crate) fn credit_code(text: &str, concealer: &Concealer) -> Option<String> {
         })
         // A problem type is a URI; its last segment is the code, and the
         // rest would be scrubbed to a host anyway.
-        .map(|code| code.trim_end_matches('/').rsplit('/').next().unwrap_or(code))
+        .map(|code| {
+            code.trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(code)
+        })
         .map(|code| engine_value(code.as_bytes(), concealer, CODE_LIMIT))
 }
 
@@ -274,8 +279,14 @@ mod tests {
             found(r#"{"type": "https://engine.example/problems/insufficient-credit", "title": "no credit"}"#).as_deref(),
             Some("insufficient-credit")
         );
-        assert_eq!(found(r#"{"error": "OUT_OF_CREDIT"}"#).as_deref(), Some("OUT_OF_CREDIT"));
-        assert_eq!(found(r#"{"code": "credit_balance_too_low"}"#).as_deref(), Some("credit_balance_too_low"));
+        assert_eq!(
+            found(r#"{"error": "OUT_OF_CREDIT"}"#).as_deref(),
+            Some("OUT_OF_CREDIT")
+        );
+        assert_eq!(
+            found(r#"{"code": "credit_balance_too_low"}"#).as_deref(),
+            Some("credit_balance_too_low")
+        );
     }
 
     #[test]
