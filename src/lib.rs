@@ -97,8 +97,11 @@ mod answer;
 mod conceal;
 mod config;
 mod env;
+mod limits;
+mod meter;
 mod naming;
 mod refusal;
+mod retry;
 mod text;
 mod token;
 mod transport;
@@ -107,8 +110,10 @@ pub use answer::Answer;
 pub use bytes::Bytes;
 pub use conceal::{Concealer, REDACTED};
 pub use env::Env;
+pub use meter::MeterSnapshot;
 pub use naming::{Naming, NamingError};
 pub use refusal::{Cause, Refusal, Report};
+pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
 pub use transport::{
     BuildError, Call, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
@@ -137,5 +142,7 @@ fn _assert_impls() {
     public::<Naming>();
     public::<NamingError>();
     public::<BuildError>();
+    public::<RetryPolicy>();
+    public::<MeterSnapshot>();
     fn object_safe(_: &dyn Transport) {}
 }

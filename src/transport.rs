@@ -35,12 +35,18 @@ use secrecy::SecretString;
 use serde::Serialize;
 use tokio::time::{Instant, timeout_at};
 
+use tracing::Instrument;
+
 use crate::config::{self, Armed, Given, HeaderProblem};
+use crate::limits::Limits;
+use crate::meter::{Meter, MeterSnapshot};
+use crate::refusal::before_send as held;
 use crate::refusal::evidence::request_id::request_id;
 use crate::refusal::evidence::words::{DETAIL_READ_LIMIT, engine_value};
 use crate::refusal::failure::{self, Failure, classify, refusal_for_failure};
 use crate::refusal::status::refusal_for_status;
-use crate::{Answer, Concealer, Env, Naming, NamingError, Refusal};
+use crate::retry::{self, Outcome, Retry, RetryPolicy};
+use crate::{Answer, Cause, Concealer, Env, Naming, NamingError, Refusal};
 
 /// The deadline when none is set: 30 seconds for connect, headers and body.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(30_000);
@@ -199,6 +205,9 @@ pub struct HttpTransportBuilder {
     ca_pems: Vec<Vec<u8>>,
     proxy: Option<String>,
     allow_plaintext: bool,
+    retries: RetryPolicy,
+    respect_limits: bool,
+    latch: Option<Duration>,
 }
 
 /// Shows the configuration without a secret: the address redacted, whether
@@ -224,6 +233,9 @@ impl fmt::Debug for HttpTransportBuilder {
                 &self.proxy.as_deref().map(crate::address::redact_address),
             )
             .field("allow_plaintext", &self.allow_plaintext)
+            .field("retries", &self.retries)
+            .field("respect_limits", &self.respect_limits)
+            .field("latch", &self.latch)
             .finish()
     }
 }
@@ -255,6 +267,36 @@ impl HttpTransportBuilder {
     /// secret. A later header of the same name replaces an earlier one.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Retries (§9 of the contract): none when not set. A retry is made only
+    /// where it cannot double a bill: the request never reached the engine,
+    /// the engine asked for it with a hint, or an idempotency key makes it
+    /// safe. Every attempt sends the same bytes and the same key, and one
+    /// deadline covers every attempt and every wait.
+    pub fn retries(mut self, policy: RetryPolicy) -> Self {
+        self.retries = policy;
+        self
+    }
+
+    /// Whether a `429` or `503` with a retry hint, or an answer whose
+    /// rate-limit fields say nothing is left, holds every send of this
+    /// transport and its clones until the window ends; on by default. A
+    /// held send is not sent: it waits when the retry policy's `max_wait`
+    /// and the deadline cover the time left, else it is refused at once as
+    /// `engine-over-quota`.
+    pub fn respect_limits(mut self, respect: bool) -> Self {
+        self.respect_limits = respect;
+        self
+    }
+
+    /// After a `402`, `401` or `403`, refuses every send of this transport
+    /// and its clones for `duration` with the same cause, without sending;
+    /// off by default. A different token is a different transport, so the
+    /// latch never outlives the token it judged.
+    pub fn latch(mut self, duration: Duration) -> Self {
+        self.latch = Some(duration).filter(|duration| !duration.is_zero());
         self
     }
 
@@ -365,6 +407,11 @@ impl HttpTransportBuilder {
                 armed: plan.armed,
                 concealer: plan.concealer,
                 headers,
+                retries: self.retries,
+                respect_limits: self.respect_limits,
+                latch: self.latch,
+                limits: Limits::default(),
+                meter: Meter::default(),
                 scope: self.scope,
                 deadline: self.deadline,
                 max_answer_bytes: self.max_answer_bytes,
@@ -416,6 +463,11 @@ struct Inner {
     armed: Result<Armed, Refusal>,
     concealer: Concealer,
     headers: HeaderMap,
+    retries: RetryPolicy,
+    respect_limits: bool,
+    latch: Option<Duration>,
+    limits: Limits,
+    meter: Meter,
     scope: String,
     deadline: Duration,
     max_answer_bytes: u64,
@@ -456,6 +508,9 @@ impl HttpTransport {
             ca_pems: Vec::new(),
             proxy: None,
             allow_plaintext: false,
+            retries: RetryPolicy::none(),
+            respect_limits: true,
+            latch: None,
         }
     }
 
@@ -477,10 +532,16 @@ impl HttpTransport {
         self.inner.deadline
     }
 
+    /// What this transport and its clones have done so far: sends,
+    /// attempts, answers, refusals by cause, held sends, bytes and latency.
+    pub fn meter(&self) -> MeterSnapshot {
+        self.inner.meter.snapshot()
+    }
+
     /// Sends `body`, byte for byte, as a JSON `POST`, and returns the
     /// engine's answer or a refusal.
     pub async fn send(&self, body: impl Into<Bytes>) -> Result<Answer, Refusal> {
-        self.execute(body.into(), None, None).await
+        self.execute(body.into(), None, None, None).await
     }
 
     /// Serializes `request` with `serde_json` and sends it. A value that
@@ -500,7 +561,7 @@ impl HttpTransport {
     /// ```
     pub async fn send_json<T: Serialize + ?Sized>(&self, request: &T) -> Result<Answer, Refusal> {
         match serde_json::to_vec(request) {
-            Ok(body) => self.execute(Bytes::from(body), None, None).await,
+            Ok(body) => self.execute(Bytes::from(body), None, None, None).await,
             Err(error) => {
                 Err(self
                     .refuse_unsent(Failure::Unserializable(failure::serialize_category(&error))))
@@ -538,41 +599,283 @@ impl HttpTransport {
     /// A refusal for a call that could not be sent: the configuration's own
     /// refusal when it has one, else `failure` (nothing sent, no attempt).
     fn refuse_unsent(&self, failure: Failure) -> Refusal {
-        match &self.inner.armed {
+        let refusal = match &self.inner.armed {
             Ok(armed) => refusal_for_failure(&armed.site, &failure),
             Err(refusal) => refusal.clone(),
-        }
+        };
+        self.inner.meter.sent(Err(refusal.cause()), None, false);
+        let span = self.span();
+        span.record("attempts", 0);
+        span.record("cause", refusal.cause().as_str());
+        span.in_scope(|| {
+            tracing::info!(
+                cause = refusal.cause().as_str(),
+                reason = refusal.reason(),
+                remedy = refusal.remedy(),
+                "refused"
+            );
+        });
+        refusal
     }
 
+    /// One send: the latch, the hold, then as many attempts as the policy
+    /// and §9's table allow, all within one deadline; metered and traced.
     async fn execute(
         &self,
         body: Bytes,
         extra: Option<HeaderMap>,
         deadline: Option<Duration>,
+        key: Option<String>,
     ) -> Result<Answer, Refusal> {
+        let started = Instant::now();
+        let span = self.span();
+        let (outcome, reach) = self
+            .attempts(body, extra, deadline, key, started, &span)
+            .instrument(span.clone())
+            .await;
+        let elapsed = started.elapsed();
+        let meter = &self.inner.meter;
+        let reached = reach == Reach::Wire;
+        match &outcome {
+            Ok(answer) => {
+                meter.sent(Ok(()), Some(elapsed), false);
+                span.record("attempts", answer.attempts());
+                span.record("status", answer.status());
+                if let Some(id) = answer.request_id() {
+                    span.record("request_id", id);
+                }
+            }
+            Err(refusal) => {
+                let held = reach == Reach::Held;
+                meter.sent(Err(refusal.cause()), reached.then_some(elapsed), held);
+                span.record("attempts", refusal.attempts());
+                span.record("cause", refusal.cause().as_str());
+                if let Some(status) = refusal.status() {
+                    span.record("status", status);
+                }
+                if let Some(id) = refusal.request_id() {
+                    span.record("request_id", id);
+                }
+                if let Some(wait) = refusal.retry_after() {
+                    span.record("retry_after_s", wait.as_secs_f64());
+                }
+                span.in_scope(|| {
+                    tracing::info!(
+                        cause = refusal.cause().as_str(),
+                        reason = refusal.reason(),
+                        remedy = refusal.remedy(),
+                        "refused"
+                    );
+                });
+            }
+        }
+        span.record(
+            "elapsed_ms",
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        );
+        outcome
+    }
+
+    /// The `meterwire.send` span, its fields recorded as the send ends.
+    fn span(&self) -> tracing::Span {
+        let engine = match &self.inner.armed {
+            Ok(armed) => armed.site.host(),
+            Err(_) => String::new(),
+        };
+        tracing::info_span!(
+            "meterwire.send",
+            scope = %self.inner.concealer.conceal(&self.inner.scope),
+            engine = %engine,
+            attempts = tracing::field::Empty,
+            status = tracing::field::Empty,
+            cause = tracing::field::Empty,
+            elapsed_ms = tracing::field::Empty,
+            request_id = tracing::field::Empty,
+            retry_after_s = tracing::field::Empty,
+            idempotency_key = tracing::field::Empty,
+        )
+    }
+
+    /// The attempts of one send. Also says whether any request reached the
+    /// wire, for the meter's latency and its count of held sends.
+    async fn attempts(
+        &self,
+        body: Bytes,
+        extra: Option<HeaderMap>,
+        deadline: Option<Duration>,
+        key: Option<String>,
+        started: Instant,
+        span: &tracing::Span,
+    ) -> (Result<Answer, Refusal>, Reach) {
         let armed = match &self.inner.armed {
             Ok(armed) => armed,
-            Err(refusal) => return Err(refusal.clone()),
+            Err(refusal) => return (Err(refusal.clone()), Reach::Unsent),
         };
-        let started = Instant::now();
+        let limits = &self.inner.limits;
+        if let Some(latched) = limits.latched(Instant::now()) {
+            let refusal = held::latched(&armed.site, &latched, Instant::now());
+            return (Err(refusal), Reach::Held);
+        }
         let budget = deadline.unwrap_or(self.inner.deadline);
         let deadline = started + budget;
         let ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
-        let failed = |failure: Failure| refusal_for_failure(&armed.site, &failure).with_attempts(1);
+        let policy = &self.inner.retries;
+        let key = key.or_else(|| policy.keys().then(|| uuid::Uuid::new_v4().to_string()));
+        if let Some(key) = &key {
+            span.record("idempotency_key", key.as_str());
+        }
 
-        let mut headers = HeaderMap::with_capacity(4 + self.inner.headers.len());
+        let mut headers = HeaderMap::with_capacity(5 + self.inner.headers.len());
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         for (name, value) in self.inner.headers.iter().chain(extra.iter().flatten()) {
             headers.insert(name.clone(), value.clone());
         }
+        if let Some(key) = &key {
+            // Checked when given; a generated UUID is always a header value.
+            if let Ok(value) = HeaderValue::from_str(&format!("\"{key}\"")) {
+                headers.insert(HeaderName::from_static("idempotency-key"), value);
+            }
+        }
         headers.insert(AUTHORIZATION, armed.authorization.clone());
+
+        let mut history: Vec<String> = Vec::new();
+        let mut attempt = 0;
+        loop {
+            if self.inner.respect_limits
+                && let Some(hold) = limits.hold(Instant::now())
+            {
+                let now = Instant::now();
+                let left = hold.until - now;
+                let may_wait =
+                    policy.attempts() > 1 && left <= policy.waits_for() && hold.until < deadline;
+                if !may_wait {
+                    let refusal = held::holding(&armed.site, &hold, now).with_attempts(attempt);
+                    let reach = if attempt > 0 {
+                        Reach::Wire
+                    } else {
+                        Reach::Held
+                    };
+                    return (Err(self.finish(refusal, &history, key.as_deref())), reach);
+                }
+                tokio::time::sleep_until(hold.until).await;
+                continue;
+            }
+            attempt += 1;
+            self.inner.meter.attempt(body.len());
+            let sent = self
+                .attempt(armed, body.clone(), headers.clone(), deadline, ms)
+                .await;
+            match sent {
+                Ok(answer) => {
+                    tracing::debug!(attempt, status = answer.status, "answered");
+                    if self.inner.respect_limits
+                        && let Some(wait) = answer.exhausted
+                    {
+                        limits.hold_for(
+                            Instant::now(),
+                            wait,
+                            "the rate-limit fields of an answer, which said none was left"
+                                .to_owned(),
+                        );
+                    }
+                    let elapsed = started.elapsed();
+                    let answer = Answer::received(
+                        answer.status,
+                        answer.text,
+                        answer.request_id,
+                        attempt,
+                        elapsed,
+                    );
+                    return (Ok(answer), Reach::Wire);
+                }
+                Err((refusal, outcome, what)) => {
+                    tracing::debug!(attempt, status = refusal.status(), what = %what, "refused");
+                    history.push(what);
+                    let now = Instant::now();
+                    if let (true, Some(wait), Some(status @ (429 | 503))) = (
+                        self.inner.respect_limits,
+                        refusal.retry_after(),
+                        refusal.status(),
+                    ) && refusal.cause() != Cause::EngineOutOfCredit
+                    {
+                        limits.hold_for(now, wait, format!("HTTP {status}"));
+                    }
+                    if let Some(duration) = self.inner.latch
+                        && refusal.status().is_some()
+                        && matches!(refusal.cause(), Cause::NoEngine | Cause::EngineOutOfCredit)
+                    {
+                        limits.latch(now, duration, &refusal);
+                    }
+                    let wait = match retry::decide(outcome, key.is_some(), policy.waits_for()) {
+                        Retry::No => None,
+                        Retry::After(hint) => Some(hint),
+                        Retry::Backoff => Some(policy.backoff(attempt)),
+                    };
+                    let refusal = refusal.with_attempts(attempt);
+                    match wait {
+                        Some(wait) if attempt < policy.attempts() && now + wait < deadline => {
+                            tokio::time::sleep(wait).await;
+                        }
+                        _ => {
+                            let refusal = self.finish(refusal, &history, key.as_deref());
+                            return (Err(refusal), Reach::Wire);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The refusal a send ends in: after more than one attempt, or with an
+    /// idempotency key, its reason says so after the scope, and it is sealed
+    /// again.
+    fn finish(&self, refusal: Refusal, history: &[String], key: Option<&str>) -> Refusal {
+        let mut said = String::new();
+        if history.len() > 1 {
+            said.push_str(&format!(
+                "after {} attempts ({}), ",
+                history.len(),
+                history.join(", ")
+            ));
+        }
+        if let Some(key) = key {
+            said.push_str(&format!("with idempotency key \"{key}\", "));
+        }
+        if said.is_empty() {
+            return refusal;
+        }
+        let said = said.trim_end_matches(", ");
+        let scope = crate::refusal::site::scope_phrase(&self.inner.scope);
+        refusal.insert_after(
+            &format!("{scope}: "),
+            &format!("{said}: "),
+            &self.inner.concealer,
+        )
+    }
+
+    /// One request, its answer read or refused.
+    async fn attempt(
+        &self,
+        armed: &Armed,
+        body: Bytes,
+        headers: HeaderMap,
+        deadline: Instant,
+        ms: u64,
+    ) -> Result<Received, (Refusal, Outcome, String)> {
+        let failed = |failure: Failure| {
+            let what = failure.short();
+            (
+                refusal_for_failure(&armed.site, &failure),
+                failure.outcome(),
+                what,
+            )
+        };
         let request = self
             .inner
             .client
             .post(armed.site.address().url().clone())
             .headers(headers)
-            .timeout(budget)
             .body(body);
         let response = match timeout_at(deadline, request.send()).await {
             Err(_) => return Err(failed(Failure::Deadline { ms })),
@@ -584,15 +887,12 @@ impl HttpTransport {
         if !response.status().is_success() {
             let headers = response.headers().clone();
             let head = read_head(response, deadline).await;
-            return Err(refusal_for_status(
-                &armed.site,
-                status,
-                &headers,
-                &head,
-                SystemTime::now(),
-            )
-            .unwrap_or_else(|| failed(Failure::Other))
-            .with_attempts(1));
+            self.inner.meter.received(head.len());
+            let refusal =
+                refusal_for_status(&armed.site, status, &headers, &head, SystemTime::now())
+                    .unwrap_or_else(|| failed(Failure::Other).0);
+            let outcome = Outcome::Status(status, refusal.retry_after());
+            return Err((refusal, outcome, format!("HTTP {status}")));
         }
 
         let cap = self.inner.max_answer_bytes;
@@ -605,7 +905,8 @@ impl HttpTransport {
         let request_id = request_id(response.headers())
             .map(|id| engine_value(id, &self.inner.concealer, REQUEST_ID_LIMIT))
             .filter(|id| !id.is_empty());
-        let body = read_capped(response, cap, deadline, ms)
+        let exhausted = crate::limits::exhausted(response.headers());
+        let body = read_capped(response, cap, deadline, ms, &self.inner.meter)
             .await
             .map_err(failed)?;
         let text = String::from_utf8(body).map_err(|_| failed(Failure::AnswerNotUtf8))?;
@@ -613,14 +914,33 @@ impl HttpTransport {
             std::borrow::Cow::Borrowed(_) => text,
             std::borrow::Cow::Owned(concealed) => concealed,
         };
-        Ok(Answer::received(
+        Ok(Received {
             status,
             text,
             request_id,
-            1,
-            started.elapsed(),
-        ))
+            exhausted,
+        })
     }
+}
+
+/// How far a send got, for the meter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// At least one request went to the wire.
+    Wire,
+    /// Refused by a hold or a latch, nothing sent.
+    Held,
+    /// Refused before sending for what the configuration or the call is.
+    Unsent,
+}
+
+/// An answer as one attempt read it.
+struct Received {
+    status: u16,
+    text: String,
+    request_id: Option<String>,
+    /// How long the answer's rate-limit fields say nothing is left.
+    exhausted: Option<Duration>,
 }
 
 /// One send with options of its own, from [`HttpTransport::call`]. Nothing
@@ -680,21 +1000,16 @@ impl Call {
     pub async fn send(self) -> Result<Answer, Refusal> {
         let transport = &self.transport;
         let concealer = transport.concealer();
-        let mut extra = match header_map(&self.headers, concealer) {
+        let extra = match header_map(&self.headers, concealer) {
             Ok(map) => map,
             Err(problem) => {
                 return Err(transport.refuse_unsent(Failure::Unsendable(problem.describe())));
             }
         };
-        if let Some(key) = &self.idempotency_key {
-            match config::idempotency_header(key, concealer) {
-                Ok(value) => {
-                    extra.insert(HeaderName::from_static("idempotency-key"), value);
-                }
-                Err(problem) => {
-                    return Err(transport.refuse_unsent(Failure::Unsendable(problem.describe())));
-                }
-            }
+        if let Some(key) = &self.idempotency_key
+            && let Err(problem) = config::idempotency_header(key, concealer)
+        {
+            return Err(transport.refuse_unsent(Failure::Unsendable(problem.describe())));
         }
         if self.deadline.is_some_and(|deadline| deadline.is_zero()) {
             return Err(transport.refuse_unsent(Failure::Unsendable(
@@ -702,7 +1017,7 @@ impl Call {
             )));
         }
         transport
-            .execute(self.body, Some(extra), self.deadline)
+            .execute(self.body, Some(extra), self.deadline, self.idempotency_key)
             .await
     }
 }
@@ -744,6 +1059,7 @@ async fn read_capped(
     cap: u64,
     deadline: Instant,
     ms: u64,
+    meter: &Meter,
 ) -> Result<Vec<u8>, Failure> {
     let cap_bytes = usize::try_from(cap).unwrap_or(usize::MAX);
     let expected = response
@@ -757,6 +1073,7 @@ async fn read_capped(
             Ok(Err(error)) => return Err(classify(&error, ms)),
             Ok(Ok(None)) => return Ok(body),
             Ok(Ok(Some(chunk))) => {
+                meter.received(chunk.len());
                 if chunk.len() > cap_bytes - body.len() {
                     return Err(Failure::AnswerTooLarge {
                         cap,

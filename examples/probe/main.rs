@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::{Parser, value_parser};
-use meterwire::{Cause, Env, HttpTransport, Naming, Refusal};
+use meterwire::{Cause, Env, HttpTransport, Naming, Refusal, RetryPolicy};
 use serde::Serialize;
 
 use crate::show::Style;
@@ -119,13 +119,19 @@ struct Args {
     #[arg(long = "header", value_name = "NAME:VALUE")]
     headers: Vec<String>,
 
+    /// A retry policy of at most N attempts per send (1 is none): only where
+    /// a retry cannot double a bill, with an idempotency key on every send
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = value_parser!(u32).range(1..=10))]
+    retries: u32,
+
     /// Start an engine on 127.0.0.1 in this process and walk every row of the
     /// wire table against it (answer, no token, 401, 403, 402, 429,
     /// 503, a redirect, connection refused, the deadline, ...), with a token
     /// of the probe's own
     #[arg(long, conflicts_with_all = [
         "repeat", "concurrency", "timeout_ms", "max_answer_bytes", "ca_cert", "allow_plaintext",
-        "headers",
+        "headers", "retries",
     ])]
     embedded: bool,
 }
@@ -214,6 +220,9 @@ fn build(args: &Args, naming: Naming) -> Result<HttpTransport, Usage> {
         .deadline(Duration::from_millis(args.timeout_ms))
         .max_answer_bytes(args.max_answer_bytes)
         .danger_allow_plaintext_http(args.allow_plaintext);
+    if args.retries > 1 {
+        builder = builder.retries(RetryPolicy::new().max_attempts(args.retries));
+    }
     for header in &args.headers {
         let Some((name, value)) = header.split_once(':') else {
             return Err(Usage(format!(

@@ -3,7 +3,9 @@
 //! One transport, cloned into every worker, because that is how a predictor
 //! uses it: one connection pool, one armed header. C workers pull send
 //! numbers from a shared counter, so the run is bounded by N whatever C is,
-//! and it stops by itself when the counter passes N.
+//! and it stops by itself when the counter passes N. The counts and the
+//! latency percentiles are the transport's own meter; the probe keeps only
+//! the first refusal of each cause, to show why.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
@@ -12,13 +14,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use meterwire::{Cause, HttpTransport, Refusal};
+use meterwire::{Cause, HttpTransport, MeterSnapshot, Refusal};
 use serde::Serialize;
 
 use crate::show::{self, Style};
 
-/// The most sends one run makes: enough to measure, and a latency list that
-/// stays a few megabytes.
+/// The most sends one run makes: enough to measure, and bounded.
 pub const MAX_REPEAT: u64 = 1_000_000;
 
 /// The most sends in flight: one connection each, under a usual file limit.
@@ -37,14 +38,8 @@ pub struct Summary {
     /// the refusal says why.
     first: Vec<Refusal>,
     elapsed: Duration,
-    /// Every send's latency, sorted.
-    latencies: Vec<Duration>,
-}
-
-struct Tally {
-    latencies: Vec<Duration>,
-    answers: u64,
-    refusals: HashMap<Cause, (u64, Refusal)>,
+    /// The transport's meter at the end of the run.
+    meter: MeterSnapshot,
 }
 
 pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency: u64) -> Summary {
@@ -61,44 +56,26 @@ pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency
             let next = next.clone();
             let done = done.clone();
             tokio::spawn(async move {
-                let mut tally = Tally {
-                    latencies: Vec::new(),
-                    answers: 0,
-                    refusals: HashMap::new(),
-                };
+                let mut first: HashMap<Cause, Refusal> = HashMap::new();
                 // At most `sends` increments are below `sends`: the bound.
                 while next.fetch_add(1, Ordering::Relaxed) < sends {
-                    let sent_at = Instant::now();
-                    let outcome = transport.send(body.clone()).await;
-                    tally.latencies.push(sent_at.elapsed());
-                    match outcome {
-                        Ok(_) => tally.answers += 1,
-                        Err(refusal) => {
-                            tally
-                                .refusals
-                                .entry(refusal.cause())
-                                .or_insert((0, refusal))
-                                .0 += 1;
-                        }
+                    if let Err(refusal) = transport.send(body.clone()).await {
+                        first.entry(refusal.cause()).or_insert(refusal);
                     }
                     done.fetch_add(1, Ordering::Relaxed);
                 }
-                tally
+                first
             })
         })
         .collect();
 
-    let mut latencies = Vec::with_capacity(usize::try_from(sends).unwrap_or(0));
-    let mut answers = 0;
-    let mut by_cause: HashMap<Cause, (u64, Refusal)> = HashMap::new();
+    let mut by_cause: HashMap<Cause, Refusal> = HashMap::new();
     for worker in workers {
-        // A worker only panics if the library does; its sends are then lost
-        // from the counts rather than the whole run.
-        let Ok(tally) = worker.await else { continue };
-        latencies.extend(tally.latencies);
-        answers += tally.answers;
-        for (cause, (count, refusal)) in tally.refusals {
-            by_cause.entry(cause).or_insert((0, refusal)).0 += count;
+        // A worker only panics if the library does; the meter still counts
+        // what it sent.
+        let Ok(first) = worker.await else { continue };
+        for (cause, refusal) in first {
+            by_cause.entry(cause).or_insert(refusal);
         }
     }
     let elapsed = started.elapsed();
@@ -108,25 +85,23 @@ pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency
         // Clears the progress line so the summary starts on a clean one.
         eprint!("\r\x1b[2K");
     }
-    latencies.sort_unstable();
-
-    let mut refusals: BTreeMap<&'static str, u64> =
-        Cause::ALL.iter().map(|cause| (cause.as_str(), 0)).collect();
-    let mut first = Vec::new();
-    for cause in Cause::ALL {
-        if let Some((count, refusal)) = by_cause.remove(&cause) {
-            refusals.insert(cause.as_str(), count);
-            first.push(refusal);
-        }
-    }
+    let meter = transport.meter();
+    let refusals: BTreeMap<&'static str, u64> = Cause::ALL
+        .iter()
+        .map(|cause| (cause.as_str(), meter.refusals(*cause)))
+        .collect();
+    let first = Cause::ALL
+        .iter()
+        .filter_map(|cause| by_cause.remove(cause))
+        .collect();
     Summary {
-        sent: latencies.len() as u64,
+        sent: meter.sends(),
         concurrency: concurrency.min(sends),
-        answers,
+        answers: meter.answers(),
         refusals,
         first,
         elapsed,
-        latencies,
+        meter,
     }
 }
 
@@ -170,6 +145,7 @@ pub struct SummaryJson<'a> {
     elapsed_ms: u64,
     requests_per_second: f64,
     latency_ms: LatencyJson,
+    meter: &'a MeterSnapshot,
 }
 
 #[derive(Serialize)]
@@ -194,6 +170,7 @@ impl Summary {
                 p99: self.percentile_ms(99),
                 max: self.percentile_ms(100),
             },
+            meter: &self.meter,
         }
     }
 
@@ -201,18 +178,16 @@ impl Summary {
         self.sent as f64 / self.elapsed.as_secs_f64().max(f64::EPSILON)
     }
 
-    /// The nearest-rank percentile, in milliseconds to the hundredth.
+    /// The meter's percentile, in milliseconds to the hundredth; zero when
+    /// no send reached the engine.
     fn percentile_ms(&self, p: usize) -> f64 {
-        let n = self.latencies.len();
-        if n == 0 {
-            return 0.0;
-        }
-        let rank = (p * n).div_ceil(100).clamp(1, n);
-        round(self.latencies[rank - 1].as_secs_f64() * 1000.0, 100.0)
+        let latency = self.meter.latency(p as f64 / 100.0).unwrap_or_default();
+        round(latency.as_secs_f64() * 1000.0, 100.0)
     }
 
     pub fn print(&self, style: &Style) {
         let refused: u64 = self.refusals.values().sum();
+        let held = self.meter.held();
         out!(
             "{} sent, {} at once, in {} ms: {:.1} requests per second",
             style.bold(&self.sent.to_string()),
@@ -230,6 +205,11 @@ impl Summary {
             }
         );
         out!("  refusals  {refused}");
+        out!(
+            "  attempts  {} ({} held, not sent)",
+            self.meter.attempts(),
+            held
+        );
         for refusal in &self.first {
             let cause = refusal.cause();
             let count = self.refusals.get(cause.as_str()).copied().unwrap_or(0);

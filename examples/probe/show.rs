@@ -66,8 +66,12 @@ impl Style {
 }
 
 pub fn print_answer(answer: &Answer, elapsed_ms: u64, style: &Style) {
+    let attempts = match answer.attempts() {
+        1 => String::new(),
+        n => format!(" after {n} attempts"),
+    };
     out!(
-        "{}  HTTP {} in {elapsed_ms} ms",
+        "{}  HTTP {} in {elapsed_ms} ms{attempts}",
         style.good("answer"),
         answer.status()
     );
@@ -106,6 +110,14 @@ pub fn print_refusal(refusal: &Refusal, style: &Style) {
     if let Some(id) = refusal.request_id() {
         out!("  {}  {id}", style.bold("request id"));
     }
+    out!(
+        "  {}  {}",
+        style.bold("attempts"),
+        match refusal.attempts() {
+            0 => "0 (nothing was sent)".to_owned(),
+            n => n.to_string(),
+        }
+    );
 }
 
 /// A delay as a person reads it: `800 ms`, `30 s`, `15 min`, `2 h 5 min`.

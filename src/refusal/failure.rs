@@ -13,6 +13,7 @@ use std::io;
 
 use super::site::Site;
 use super::status::{Fix, unreachable_remedy};
+use crate::retry::Outcome;
 use crate::{Cause, Refusal};
 
 /// How a request failed without an answer.
@@ -57,6 +58,47 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
+    /// What the failure means for a retry (§9): whether the request can
+    /// have reached the engine.
+    ///
+    /// Read from reqwest's and hyper's errors, as `classify` sorts them: a
+    /// refused connection, an unknown host and any error of the connect
+    /// phase (reqwest's `is_connect`) come before a byte of the request is
+    /// written, so the engine never saw it. A reset, a closed connection or
+    /// an incomplete answer cannot be told apart from an engine that read
+    /// the request and then failed (a pooled connection the engine closed
+    /// may or may not have taken the request), so they count as sent.
+    pub(crate) fn outcome(&self) -> Outcome {
+        match self {
+            Failure::ConnectionRefused | Failure::HostNotFound | Failure::Connect => {
+                Outcome::NotSent
+            }
+            Failure::ConnectionReset | Failure::Other => Outcome::Lost,
+            Failure::Tls(_)
+            | Failure::Deadline { .. }
+            | Failure::AnswerTooLarge { .. }
+            | Failure::AnswerNotUtf8
+            | Failure::Unserializable(_)
+            | Failure::Unsendable(_) => Outcome::Final,
+        }
+    }
+
+    /// A few words for the list of attempts in a reason.
+    pub(crate) fn short(&self) -> String {
+        match self {
+            Failure::ConnectionRefused => "connection refused".to_owned(),
+            Failure::HostNotFound => "host not found".to_owned(),
+            Failure::Tls(_) => "TLS failed".to_owned(),
+            Failure::ConnectionReset => "connection reset".to_owned(),
+            Failure::Deadline { ms } => format!("no answer within {ms} ms"),
+            Failure::Connect => "no connection".to_owned(),
+            Failure::AnswerTooLarge { .. } => "an answer over the cap".to_owned(),
+            Failure::AnswerNotUtf8 => "an answer not UTF-8".to_owned(),
+            Failure::Other => "no answer".to_owned(),
+            Failure::Unserializable(_) | Failure::Unsendable(_) => "not sent".to_owned(),
+        }
+    }
+
     /// Where the remedy points.
     fn fix(&self) -> Fix {
         match self {

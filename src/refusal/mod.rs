@@ -259,6 +259,22 @@ impl Refusal {
         }
     }
 
+    /// The same refusal with `text` inserted in its reason after `prefix`
+    /// (or in front, when the reason does not start with it), concealed and
+    /// bounded again.
+    pub(crate) fn insert_after(
+        mut self,
+        prefix: &str,
+        text: &str,
+        concealer: &crate::Concealer,
+    ) -> Refusal {
+        self.reason = match self.reason.strip_prefix(prefix) {
+            Some(rest) => format!("{prefix}{text}{rest}"),
+            None => format!("{text}{}", self.reason),
+        };
+        site::seal(concealer, self)
+    }
+
     /// Applies `f` to the reason and the remedy: how the transport passes
     /// both through its concealer one last time before they leave.
     pub(crate) fn map_text(mut self, mut f: impl FnMut(&str) -> String) -> Refusal {

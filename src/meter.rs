@@ -1,0 +1,275 @@
+//! What the transport did: counts, bytes and latency, shared by clones.
+//!
+//! Counters are atomics, so a send pays a few relaxed additions. Latency
+//! goes into an HdrHistogram (microseconds, three significant figures,
+//! bounded at one hour), whose memory is fixed however many sends it sees;
+//! its lock is taken once per send, for one record.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::Cause;
+
+/// The highest latency the histogram tells apart: an hour, in microseconds.
+const MAX_MICROS: u64 = 3_600_000_000;
+
+#[derive(Debug)]
+pub(crate) struct Meter {
+    sends: AtomicU64,
+    attempts: AtomicU64,
+    answers: AtomicU64,
+    refusals: [AtomicU64; 4],
+    held: AtomicU64,
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+    latency: Mutex<Option<Histogram<u64>>>,
+}
+
+impl Default for Meter {
+    fn default() -> Meter {
+        Meter {
+            sends: AtomicU64::new(0),
+            attempts: AtomicU64::new(0),
+            answers: AtomicU64::new(0),
+            refusals: Default::default(),
+            held: AtomicU64::new(0),
+            bytes_sent: AtomicU64::new(0),
+            bytes_received: AtomicU64::new(0),
+            // `new_with_bounds` fails only for bounds that are wrong in
+            // themselves; without a histogram the latency reads as none.
+            latency: Mutex::new(Histogram::new_with_bounds(1, MAX_MICROS, 3).ok()),
+        }
+    }
+}
+
+fn index(cause: Cause) -> usize {
+    match cause {
+        Cause::NoEngine => 0,
+        Cause::EngineUnreachable => 1,
+        Cause::EngineOutOfCredit => 2,
+        Cause::EngineOverQuota => 3,
+    }
+}
+
+impl Meter {
+    /// One request went to the wire with a body of `bytes`.
+    pub(crate) fn attempt(&self, bytes: usize) {
+        self.attempts.fetch_add(1, Ordering::Relaxed);
+        self.bytes_sent
+            .fetch_add(u64::try_from(bytes).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// `bytes` of a body were read from the wire.
+    pub(crate) fn received(&self, bytes: usize) {
+        self.bytes_received
+            .fetch_add(u64::try_from(bytes).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// One send ended in an answer or a refusal. `latency` is the send's
+    /// time when it reached the engine; `held` says it was refused locally
+    /// by a hold or a latch.
+    pub(crate) fn sent(&self, outcome: Result<(), Cause>, latency: Option<Duration>, held: bool) {
+        match outcome {
+            Ok(()) => self.answers.fetch_add(1, Ordering::Relaxed),
+            Err(cause) => self.refusals[index(cause)].fetch_add(1, Ordering::Relaxed),
+        };
+        if held {
+            self.held.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(latency) = latency {
+            let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+            let mut histogram = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(histogram) = histogram.as_mut() {
+                histogram.saturating_record(micros.clamp(1, MAX_MICROS));
+            }
+        }
+        // Counted last, so that a snapshot never shows more sends than
+        // answers and refusals together... except for sends in flight.
+        self.sends.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> MeterSnapshot {
+        let latency = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+        let at = |q: f64| {
+            latency
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(|h| Duration::from_micros(h.value_at_quantile(q)))
+        };
+        let latency = Latency {
+            p50: at(0.50),
+            p90: at(0.90),
+            p99: at(0.99),
+            max: latency
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(|h| Duration::from_micros(h.max())),
+        };
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        MeterSnapshot {
+            sends: load(&self.sends),
+            attempts: load(&self.attempts),
+            answers: load(&self.answers),
+            refusals: Refusals {
+                no_engine: load(&self.refusals[0]),
+                engine_unreachable: load(&self.refusals[1]),
+                engine_out_of_credit: load(&self.refusals[2]),
+                engine_over_quota: load(&self.refusals[3]),
+            },
+            held: load(&self.held),
+            bytes_sent: load(&self.bytes_sent),
+            bytes_received: load(&self.bytes_received),
+            latency_ms: latency,
+        }
+    }
+}
+
+/// What a transport and its clones have done so far, from
+/// [`HttpTransport::meter`](crate::HttpTransport::meter). Serializes in
+/// camelCase:
+///
+/// ```json
+/// {"sends": 10, "attempts": 12, "answers": 8,
+///  "refusals": {"no-engine": 0, "engine-unreachable": 1, "engine-out-of-credit": 0, "engine-over-quota": 1},
+///  "held": 1, "bytesSent": 420, "bytesReceived": 9001,
+///  "latencyMs": {"p50": 4.1, "p90": 9.8, "p99": 12.0, "max": 12.3}}
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MeterSnapshot {
+    sends: u64,
+    attempts: u64,
+    answers: u64,
+    refusals: Refusals,
+    held: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    latency_ms: Latency,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct Refusals {
+    no_engine: u64,
+    engine_unreachable: u64,
+    engine_out_of_credit: u64,
+    engine_over_quota: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+struct Latency {
+    #[serde(serialize_with = "millis")]
+    p50: Option<Duration>,
+    #[serde(serialize_with = "millis")]
+    p90: Option<Duration>,
+    #[serde(serialize_with = "millis")]
+    p99: Option<Duration>,
+    #[serde(serialize_with = "millis")]
+    max: Option<Duration>,
+}
+
+fn millis<S: serde::Serializer>(
+    value: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(duration) => serializer.serialize_f64(duration.as_secs_f64() * 1000.0),
+        None => serializer.serialize_none(),
+    }
+}
+
+impl MeterSnapshot {
+    /// Calls to send, held ones included.
+    pub fn sends(&self) -> u64 {
+        self.sends
+    }
+
+    /// Requests that went to the wire.
+    pub fn attempts(&self) -> u64 {
+        self.attempts
+    }
+
+    /// Sends that ended in an answer.
+    pub fn answers(&self) -> u64 {
+        self.answers
+    }
+
+    /// Sends that ended in a refusal with `cause`, held ones included.
+    pub fn refusals(&self, cause: Cause) -> u64 {
+        match cause {
+            Cause::NoEngine => self.refusals.no_engine,
+            Cause::EngineUnreachable => self.refusals.engine_unreachable,
+            Cause::EngineOutOfCredit => self.refusals.engine_out_of_credit,
+            Cause::EngineOverQuota => self.refusals.engine_over_quota,
+        }
+    }
+
+    /// Sends refused without sending because of a hold or a latch.
+    pub fn held(&self) -> u64 {
+        self.held
+    }
+
+    /// Body bytes that went to the wire, every attempt counted.
+    pub fn bytes_sent(&self) -> u64 {
+        self.bytes_sent
+    }
+
+    /// Body bytes read from the wire, answers and error bodies.
+    pub fn bytes_received(&self) -> u64 {
+        self.bytes_received
+    }
+
+    /// The latency below which `quantile` (`0.5`, `0.9`, `0.99`, `1.0` for
+    /// the most) of the sends that reached the engine finished; `None`
+    /// before any did. Read from a histogram precise to three significant
+    /// figures.
+    pub fn latency(&self, quantile: f64) -> Option<Duration> {
+        match quantile {
+            q if q >= 1.0 => self.latency_ms.max,
+            q if q >= 0.99 => self.latency_ms.p99,
+            q if q >= 0.9 => self.latency_ms.p90,
+            _ => self.latency_ms.p50,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up_and_serialize_in_camel_case() {
+        let meter = Meter::default();
+        meter.attempt(10);
+        meter.attempt(10);
+        meter.received(5);
+        meter.sent(Ok(()), Some(Duration::from_millis(3)), false);
+        meter.sent(Err(Cause::EngineOverQuota), None, true);
+        let snapshot = meter.snapshot();
+        assert_eq!(snapshot.sends(), 2);
+        assert_eq!(snapshot.attempts(), 2);
+        assert_eq!(snapshot.answers(), 1);
+        assert_eq!(snapshot.refusals(Cause::EngineOverQuota), 1);
+        assert_eq!(snapshot.held(), 1);
+        assert_eq!(snapshot.bytes_sent(), 20);
+        let json = serde_json::to_value(&snapshot).expect("serializes");
+        assert_eq!(json["bytesSent"], 20);
+        assert_eq!(json["bytesReceived"], 5);
+        assert_eq!(json["refusals"]["engine-over-quota"], 1);
+        assert_eq!(json["refusals"]["no-engine"], 0);
+        let p50 = json["latencyMs"]["p50"].as_f64().expect("a number");
+        assert!((2.99..=3.01).contains(&p50), "{p50}");
+    }
+
+    #[test]
+    fn no_latency_before_any_send_reached_the_engine() {
+        let snapshot = Meter::default().snapshot();
+        assert_eq!(snapshot.latency(0.5), None);
+        let json = serde_json::to_value(&snapshot).expect("serializes");
+        assert!(json["latencyMs"]["max"].is_null());
+    }
+}
