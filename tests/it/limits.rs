@@ -1,0 +1,186 @@
+//! The engine's limits (CONTRACT §9): a hinted 429 or 503, or an answer
+//! whose rate-limit fields say nothing is left, holds every clone of the
+//! transport; an opt-in latch repeats a 402, 401 or 403 without sending.
+//! A held send never reaches the engine, counted.
+
+use std::time::{Duration, Instant};
+
+use meterwire::{Cause, RetryPolicy};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{ADDRESS_VAR, SCOPE, assert_refusal_shape, builder_for};
+
+async fn engine(first: ResponseTemplate, then: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(first)
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(then)
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn count(server: &MockServer) -> usize {
+    server.received_requests().await.expect("recording").len()
+}
+
+fn ok() -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_string("{}")
+}
+
+#[tokio::test]
+async fn a_hinted_429_holds_every_clone_and_a_held_send_is_not_sent() {
+    let server = engine(
+        ResponseTemplate::new(429).insert_header("retry-after-ms", "800"),
+        ok(),
+    )
+    .await;
+    let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
+    let first = transport.send("{}").await.expect_err("429");
+    assert_eq!(first.cause(), Cause::EngineOverQuota);
+
+    let clone = transport.clone();
+    let held = clone.send("{}").await.expect_err("held");
+    assert_eq!(count(&server).await, 1, "the held send reached the engine");
+    assert_eq!(held.cause(), Cause::EngineOverQuota);
+    assert_eq!(held.attempts(), 0);
+    assert_eq!(held.variable(), Some(ADDRESS_VAR));
+    let left = held.retry_after().expect("the time left");
+    assert!(left <= Duration::from_millis(800) && left > Duration::ZERO, "{left:?}");
+    assert!(held.reason().contains("was not sent"), "{}", held.reason());
+    assert!(held.reason().contains("by HTTP 429"), "{}", held.reason());
+    assert!(held.remedy().contains("wait"), "{}", held.remedy());
+    assert_refusal_shape(&held);
+    assert_eq!(transport.meter().held(), 1);
+
+    tokio::time::sleep(Duration::from_millis(850)).await;
+    transport.send("{}").await.expect("the window passed");
+    assert_eq!(count(&server).await, 2);
+}
+
+#[tokio::test]
+async fn with_a_policy_that_covers_it_a_held_send_waits_then_sends() {
+    let server = engine(
+        ResponseTemplate::new(503).insert_header("retry-after-ms", "600"),
+        ok(),
+    )
+    .await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .retries(RetryPolicy::new().max_attempts(1).idempotency_keys(false))
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect_err("503");
+    // One attempt is no policy: refused at once.
+    let held = transport.clone().send("{}").await.expect_err("held");
+    assert_eq!(held.attempts(), 0);
+    assert_eq!(count(&server).await, 1);
+
+    let server = engine(
+        ResponseTemplate::new(503).insert_header("retry-after-ms", "600"),
+        ok(),
+    )
+    .await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .retries(RetryPolicy::new().idempotency_keys(false).max_attempts(2))
+        .build()
+        .expect("builds");
+    let started = Instant::now();
+    // The first send retries after the hint; a second one, sent meanwhile,
+    // waits out the same window instead of sending into it.
+    let other = transport.clone();
+    let (first, second) = tokio::join!(transport.send("{}"), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        other.send("{}").await
+    });
+    first.expect("answered after the hint");
+    second.expect("answered after the window");
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    assert_eq!(count(&server).await, 3, "the 503, then one request per send");
+}
+
+#[tokio::test]
+async fn an_answer_saying_nothing_is_left_holds_the_next_send() {
+    let server = engine(
+        ok().insert_header("x-ratelimit-remaining-requests", "0")
+            .insert_header("x-ratelimit-reset-requests", "900ms"),
+        ok(),
+    )
+    .await;
+    let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
+    transport.send("{}").await.expect("an answer");
+    let held = transport.send("{}").await.expect_err("held");
+    assert_eq!(held.cause(), Cause::EngineOverQuota);
+    assert!(held.reason().contains("rate-limit fields"), "{}", held.reason());
+    assert_eq!(count(&server).await, 1);
+}
+
+#[tokio::test]
+async fn respect_limits_false_sends_through_a_window() {
+    let server = engine(
+        ResponseTemplate::new(429).insert_header("retry-after", "30"),
+        ok(),
+    )
+    .await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .respect_limits(false)
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect_err("429");
+    transport.send("{}").await.expect("not held");
+    assert_eq!(count(&server).await, 2);
+}
+
+#[tokio::test]
+async fn a_hold_does_not_serialize_sends_that_are_not_held() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ok().set_delay(Duration::from_millis(300)))
+        .expect(16)
+        .mount(&server)
+        .await;
+    let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
+    let started = Instant::now();
+    let sends: Vec<_> = (0..16)
+        .map(|_| {
+            let transport = transport.clone();
+            tokio::spawn(async move { transport.send("{}").await })
+        })
+        .collect();
+    for send in sends {
+        send.await.expect("joined").expect("an answer");
+    }
+    // Serialized, 16 sends would take 4.8 s.
+    assert!(started.elapsed() < Duration::from_millis(2400), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn the_latch_repeats_a_402_or_401_without_sending() {
+    for status in [402, 401, 403] {
+        let server = engine(ResponseTemplate::new(status), ok()).await;
+        let transport = builder_for(&server.uri(), SCOPE)
+            .latch(Duration::from_secs(5))
+            .build()
+            .expect("builds");
+        let first = transport.send("{}").await.expect_err("refused");
+        let latched = transport.clone().send("{}").await.expect_err("latched");
+        assert_eq!(count(&server).await, 1, "{status}: the latched send reached the engine");
+        assert_eq!(latched.cause(), first.cause());
+        assert_eq!(latched.attempts(), 0);
+        assert!(latched.reason().contains("was not sent"), "{}", latched.reason());
+        assert!(latched.reason().contains(&format!("HTTP {status}")));
+        assert_refusal_shape(&latched);
+    }
+    // Off by default.
+    let server = engine(ResponseTemplate::new(402), ok()).await;
+    let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
+    transport.send("{}").await.expect_err("402");
+    transport.send("{}").await.expect("sent again");
+    assert_eq!(count(&server).await, 2);
+}
