@@ -9,10 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
-
+use crate::support::forms::{assert_no_form, forms};
 use serde_json::Value;
-use support::forms::{assert_no_form, forms};
 use wiremock::matchers::{any, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -60,10 +58,10 @@ fn probe_path() -> PathBuf {
     assert!(
         probe.is_file(),
         "the probe example is not built at {}: run `cargo build --example probe` first \
-         (a plain `cargo test` builds it; `cargo test --test the_probe` alone does not)",
+         (a plain `cargo test` builds it; `cargo test --test it` alone does not)",
         probe.display()
     );
-    // `cargo test --test the_probe` alone runs whatever example was built
+    // `cargo test --test it` alone runs whatever example was built
     // last; a stale one would test old code without saying so.
     let built = modified(&probe);
     let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/probe");
@@ -706,7 +704,10 @@ async fn a_repeat_run_never_prints_the_token_its_engine_echoes() {
 
 #[tokio::test]
 async fn the_embedded_tour_never_prints_its_own_token() {
-    let source = include_str!("../examples/probe/embedded.rs");
+    let source = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/probe/embedded.rs"
+    ));
     assert!(
         source.contains(&format!("\"{EMBEDDED_TOKEN}\"")),
         "EMBEDDED_TOKEN here no longer matches the probe's own token"

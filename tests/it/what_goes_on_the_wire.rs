@@ -3,11 +3,9 @@
 //! byte for byte, the four headers, the token in the `authorization` header
 //! and nowhere else, and never a second request behind the caller's back.
 
-mod support;
-
+use crate::support::{SCOPE, TOKEN, transport_for};
 use bytes::Bytes;
 use meterwire::{Cause, HttpTransport, Transport, USER_AGENT};
-use support::{SCOPE, TOKEN, transport_for};
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 

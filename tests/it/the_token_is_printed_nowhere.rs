@@ -9,10 +9,8 @@
 
 use std::time::Duration;
 
-mod support;
-
+use crate::support::forms::{assert_no_form, assert_refusal_clean, forms};
 use meterwire::{Cause, Env, HttpTransport};
-use support::forms::{assert_no_form, assert_refusal_clean, forms};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 

@@ -5,12 +5,10 @@
 //! it while the wiremock engine the variables point at receives nothing.
 //! Also the configurations that cannot build at all (`BuildError`).
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env};
 use meterwire::{BuildError, Cause, Env, HttpTransport, Refusal};
-use support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// An engine that would answer anything, so a request that reached it would

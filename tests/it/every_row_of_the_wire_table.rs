@@ -4,17 +4,17 @@
 //! the cause table is proven for every status from 100 to 599 and not only for
 //! the ones a test happened to pick. Also the report's JSON shape.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{
+    ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, builder_for, transport_for,
+};
 use meterwire::{
     Address, Answer, Cause, Env, Failure, HttpTransport, Refusal, Report, Site,
     refusal_for_failure, refusal_for_status,
 };
 use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use serde_json::Value;
-use support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -400,7 +400,7 @@ async fn a_closed_port_is_engine_unreachable_saying_connection_refused() {
 #[tokio::test]
 async fn an_engine_slower_than_the_deadline_is_engine_unreachable_naming_the_deadline() {
     let server = engine(ResponseTemplate::new(200).set_delay(Duration::from_secs(3))).await;
-    let transport = support::builder_for(&address_of(&server), SCOPE)
+    let transport = builder_for(&address_of(&server), SCOPE)
         .deadline(Duration::from_millis(200))
         .build()
         .expect("builds");

@@ -13,10 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-mod support;
-
+use crate::support::raw_http::read_request;
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal};
-use support::raw_http::read_request;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;

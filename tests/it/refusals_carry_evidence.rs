@@ -2,14 +2,12 @@
 //! engine's request id, the engine's own words from its error shape, and why
 //! a token was rejected. Every piece of it is concealed like the rest.
 
-mod support;
-
 use std::time::{Duration, SystemTime};
 
+use crate::support::forms::{assert_refusal_clean, forms};
+use crate::support::{SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
 use meterwire::{Cause, Refusal};
 use serde_json::Value;
-use support::forms::{assert_refusal_clean, forms};
-use support::{SCOPE, TOKEN, assert_refusal_shape, transport_for};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -225,12 +223,8 @@ async fn rejected_with(challenge: &str) -> Refusal {
     let refusal =
         refusal_for(ResponseTemplate::new(401).insert_header("www-authenticate", challenge)).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.source(), Some(support::TOKEN_VAR));
-    assert!(
-        refusal.remedy().contains(support::TOKEN_VAR),
-        "{}",
-        refusal.remedy()
-    );
+    assert_eq!(refusal.source(), Some(TOKEN_VAR));
+    assert!(refusal.remedy().contains(TOKEN_VAR), "{}", refusal.remedy());
     refusal
 }
 
