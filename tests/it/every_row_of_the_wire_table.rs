@@ -88,7 +88,7 @@ fn assert_status_refusal(refusal: &Refusal, status: u16) {
 #[track_caller]
 fn assert_unreachable(refusal: &Refusal) {
     assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{refusal:?}");
-    assert_eq!(refusal.source(), Some(ADDRESS_VAR));
+    assert_eq!(refusal.variable(), Some(ADDRESS_VAR));
     let remedy = refusal.remedy();
     assert!(
         remedy.contains(ADDRESS_VAR),
@@ -170,7 +170,7 @@ async fn a_rejected_token_names_the_variable_that_won_the_chain() {
 fn assert_rejected(refusal: &Refusal, status: u16, token_var: &str) {
     assert_status_refusal(refusal, status);
     assert_eq!(refusal.cause(), Cause::NoEngine, "{refusal:?}");
-    assert_eq!(refusal.source(), Some(token_var));
+    assert_eq!(refusal.variable(), Some(token_var));
     let reason = refusal.reason();
     assert!(reason.contains(token_var), "{reason:?}");
     assert!(lower(reason).contains("rejected"), "{reason:?}");
@@ -228,7 +228,7 @@ async fn a_402_with_a_json_error_body_quotes_its_message() {
 fn assert_out_of_credit(refusal: &Refusal) {
     assert_status_refusal(refusal, 402);
     assert_eq!(refusal.cause(), Cause::EngineOutOfCredit, "{refusal:?}");
-    assert_eq!(refusal.source(), Some(ADDRESS_VAR));
+    assert_eq!(refusal.variable(), Some(ADDRESS_VAR));
     let reason = refusal.reason();
     assert!(lower(reason).contains("out of credit"), "{reason:?}");
     assert!(reason.contains(TOKEN_VAR), "{reason:?}");
@@ -304,7 +304,7 @@ async fn a_429_without_retry_after_is_over_quota_with_no_retry_hint() {
 fn assert_over_quota(refusal: &Refusal) {
     assert_status_refusal(refusal, 429);
     assert_eq!(refusal.cause(), Cause::EngineOverQuota, "{refusal:?}");
-    assert_eq!(refusal.source(), Some(ADDRESS_VAR));
+    assert_eq!(refusal.variable(), Some(ADDRESS_VAR));
     assert!(
         refusal.reason().contains(TOKEN_VAR),
         "{:?}",
@@ -443,7 +443,7 @@ fn every_status_from_100_to_599_maps_to_the_cause_the_table_names() {
             (None, None) => {}
             (Some(refusal), Some((cause, source))) => {
                 assert_eq!(refusal.cause(), cause, "HTTP {status}");
-                assert_eq!(refusal.source(), Some(source), "HTTP {status}");
+                assert_eq!(refusal.variable(), Some(source), "HTTP {status}");
                 assert_eq!(refusal.status(), Some(status), "HTTP {status}");
                 assert_refusal_shape(&refusal);
                 let reason = refusal.reason();
@@ -495,7 +495,7 @@ fn every_failure_is_engine_unreachable_naming_what_failed() {
     for (failure, says) in cases {
         let refusal = refusal_for_failure(&site, &failure);
         assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{failure:?}");
-        assert_eq!(refusal.source(), Some(ADDRESS_VAR), "{failure:?}");
+        assert_eq!(refusal.variable(), Some(ADDRESS_VAR), "{failure:?}");
         assert_eq!(refusal.status(), None, "{failure:?}");
         assert_refusal_shape(&refusal);
         let reason = refusal.reason();
@@ -555,7 +555,7 @@ fn a_refusal_with_no_source_has_no_source_key_at_all() {
         .build()
         .expect("builds");
     let report = transport.refusal().expect("no address is refused").report();
-    assert_eq!(report.refusal().source(), None);
+    assert_eq!(report.refusal().variable(), None);
     let json: Value = serde_json::from_str(&report.to_json()).expect("the report is JSON");
     let refusal = json["refusal"].as_object().expect("refusal is an object");
     assert!(

@@ -66,7 +66,7 @@ async fn assert_not_followed(status: u16) {
         "the reason should name the host the redirect pointed at: {}",
         refusal.reason()
     );
-    assert_eq!(refusal.source(), Some("CHANT_BEHAVIOUR_ENGINE"));
+    assert_eq!(refusal.variable(), Some("CHANT_BEHAVIOUR_ENGINE"));
     for shown in [
         refusal.to_string(),
         format!("{refusal:?}"),

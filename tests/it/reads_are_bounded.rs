@@ -467,5 +467,5 @@ async fn a_server_that_does_not_speak_http_is_refused() {
     let refusal = refused(&transport).await;
 
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
-    assert_eq!(refusal.source(), Some("CHANT_BEHAVIOUR_ENGINE"));
+    assert_eq!(refusal.variable(), Some("CHANT_BEHAVIOUR_ENGINE"));
 }

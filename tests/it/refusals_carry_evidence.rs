@@ -223,7 +223,7 @@ async fn rejected_with(challenge: &str) -> Refusal {
     let refusal =
         refusal_for(ResponseTemplate::new(401).insert_header("www-authenticate", challenge)).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.source(), Some(TOKEN_VAR));
+    assert_eq!(refusal.variable(), Some(TOKEN_VAR));
     assert!(refusal.remedy().contains(TOKEN_VAR), "{}", refusal.remedy());
     refusal
 }

@@ -187,7 +187,7 @@ async fn an_engine_whose_authority_is_not_trusted_is_refused_as_a_tls_failure() 
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
     assert_eq!(engine.requests(), 0, "a request crossed an unverified TLS");
     assert_token_absent(&refusal);
-    assert_eq!(refusal.source(), Some("CHANT_BEHAVIOUR_ENGINE"));
+    assert_eq!(refusal.variable(), Some("CHANT_BEHAVIOUR_ENGINE"));
     assert!(refusal.reason().contains("TLS"), "{}", refusal.reason());
     assert!(
         refusal.reason().contains("certificate"),
