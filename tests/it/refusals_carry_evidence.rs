@@ -4,9 +4,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::support::forms::{assert_refusal_clean, forms};
+use crate::support::forms::{assert_refusal_clean, assert_refusal_echo_redacted, forms};
 use crate::support::{SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
-use meterwire::{Cause, Refusal};
+use meterwire::{Cause, REDACTED, Refusal};
 use serde_json::Value;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -344,13 +344,49 @@ async fn no_hint_request_id_or_diagnosis_carries_the_token_in_any_form() {
                     .send(ask.to_string())
                     .await
                     .expect_err("a refusal");
-                assert_refusal_clean(
-                    TOKEN,
-                    &format!("HTTP {status}, {shape}, token as {name}"),
-                    &refusal,
-                );
+                let context = format!("HTTP {status}, {shape}, token as {name}");
+                assert_refusal_clean(TOKEN, &context, &refusal);
                 if let Some(id) = refusal.request_id() {
                     assert!(!id.contains(TOKEN), "request id {id}");
+                }
+                // The echo did reach every field that quotes it, concealed:
+                // the engine's words, whatever the status and shape...
+                assert_refusal_echo_redacted(&context, &refusal);
+                let said = format!("the engine said: \"{REDACTED}");
+                assert!(
+                    refusal.reason().contains(&said),
+                    "{context}: {}",
+                    refusal.reason()
+                );
+                // ...the request id...
+                assert_eq!(refusal.request_id(), Some(REDACTED), "{context}");
+                // ...the retry hint, for the statuses that read one (a 401
+                // and a 402 do not quote `retry-after` at all)...
+                if matches!(status, 429 | 503) {
+                    let retry = format!("retry after {REDACTED}");
+                    assert!(
+                        refusal.reason().contains(&retry),
+                        "{context}: {}",
+                        refusal.reason()
+                    );
+                }
+                // ...and the challenge's scope and description, which only a
+                // 401 reads, in the reason and in the remedy.
+                if status == 401 {
+                    let lacks = format!(
+                        "lacks the scope \"{REDACTED}\" (insufficient_scope): \"{REDACTED}\""
+                    );
+                    assert!(
+                        refusal.reason().contains(&lacks),
+                        "{context}: {}",
+                        refusal.reason()
+                    );
+                    let with_scope = format!("one with the scope \"{REDACTED}\"");
+                    assert!(
+                        refusal.remedy().contains(&with_scope),
+                        "{context}: {}",
+                        refusal.remedy()
+                    );
                 }
             }
         }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::forms::{assert_no_form, forms};
+use crate::support::forms::{assert_echo_redacted, assert_no_form, forms};
 use serde_json::Value;
 use wiremock::matchers::{any, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -683,21 +683,37 @@ async fn a_single_send_never_prints_the_token_its_engine_echoes() {
         for args in [&[][..], &["--json"][..]] {
             let run = probe_at(&server, args).await;
             assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
+            // The answer is printed whole and each refusal quotes the
+            // engine's words, so the echo shows, concealed.
+            assert_echo_redacted(&format!("probe {args:?}"), &run.stdout);
         }
     }
 }
 
 #[tokio::test]
 async fn a_repeat_run_never_prints_the_token_its_engine_echoes() {
-    for response in [
-        json_response(200, &format!(r#"{{"account":"{TOKEN}"}}"#)),
-        ResponseTemplate::new(401).set_body_string(format!("token {TOKEN} is not valid")),
+    for (status, response) in [
+        (
+            200,
+            json_response(200, &format!(r#"{{"account":"{TOKEN}"}}"#)),
+        ),
+        (
+            401,
+            ResponseTemplate::new(401).set_body_string(format!("token {TOKEN} is not valid")),
+        ),
     ] {
         let server = engine(response).await;
         for args in [&["--repeat", "3"][..], &["--repeat", "3", "--json"][..]] {
             let run = probe_at(&server, args).await;
             assert_eq!(run.status, 0, "{}", run.all());
             assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
+            // A run counts answers without printing them, and `--json`
+            // prints only counts; the one place it quotes the engine is the
+            // prose's first refusal of each cause, so only there can the
+            // echo show, as the marker.
+            if status == 401 && !args.contains(&"--json") {
+                assert_echo_redacted(&format!("probe {args:?}"), &run.stdout);
+            }
         }
     }
 }
@@ -740,6 +756,7 @@ async fn a_token_echoed_in_any_encoding_is_never_printed() {
         for args in [&[][..], &["--json"][..]] {
             let run = probe_at(&server, args).await;
             assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
+            assert_echo_redacted(&format!("probe {args:?}"), &run.stdout);
         }
     }
 }
