@@ -11,10 +11,13 @@ use serde_json::Value;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+/// The refusal of one send to an engine answering with `template`; the
+/// engine expects exactly that one request.
 async fn refusal_for(template: ResponseTemplate) -> Refusal {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(template)
+        .expect(1)
         .mount(&server)
         .await;
     let refusal = transport_for(&server.uri(), SCOPE)

@@ -12,11 +12,13 @@ use meterwire::{BuildError, Cause, Env, HttpTransport, Refusal};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// An engine that would answer anything, so a request that reached it would
-/// be an answer rather than a refusal, and would be counted.
+/// be an answer rather than a refusal, and that expects none: every test
+/// here is decided before anything is sent, checked when it drops.
 async fn engine() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(wiremock::matchers::any())
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .expect(0)
         .mount(&server)
         .await;
     server

@@ -171,6 +171,20 @@ async fn engine(response: ResponseTemplate) -> MockServer {
     server
 }
 
+/// An engine that answers every request with `response` and expects
+/// exactly `requests` of them, checked when it drops: for the tests whose
+/// point is how many requests a run makes (none, when the probe exits
+/// before sending).
+async fn engine_expecting(requests: u64, response: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(response)
+        .expect(requests)
+        .mount(&server)
+        .await;
+    server
+}
+
 fn json_response(status: u16, body: &str) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_raw(body.to_owned(), "application/json")
 }
@@ -242,7 +256,7 @@ async fn a_flag_the_probe_does_not_know_exits_2() {
 
 #[tokio::test]
 async fn an_unreadable_body_file_exits_2_naming_it_and_sends_nothing() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let missing = std::env::temp_dir().join("the_probe-no-such-dir/body.json");
     let arg = format!("@{}", missing.display());
     let run = probe_at(&server, &["--json", "--body", &arg]).await;
@@ -259,7 +273,7 @@ async fn an_unreadable_body_file_exits_2_naming_it_and_sends_nothing() {
 
 #[tokio::test]
 async fn repeat_0_exits_2() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let run = probe_at(&server, &["--repeat", "0"]).await;
     assert_eq!(run.status, 2, "{}", run.all());
     assert!(run.stderr.contains("--repeat"), "{}", run.stderr);
@@ -268,7 +282,7 @@ async fn repeat_0_exits_2() {
 
 #[tokio::test]
 async fn concurrency_0_exits_2() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let run = probe_at(&server, &["--repeat", "3", "--concurrency", "0"]).await;
     assert_eq!(run.status, 2, "{}", run.all());
     assert!(run.stderr.contains("--concurrency"), "{}", run.stderr);
@@ -277,7 +291,7 @@ async fn concurrency_0_exits_2() {
 
 #[tokio::test]
 async fn an_unreadable_ca_certificate_exits_2_naming_the_option() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let missing = std::env::temp_dir().join("the_probe-no-such-dir/ca.pem");
     let run = probe_at(&server, &["--ca-cert", &missing.display().to_string()]).await;
     assert_eq!(run.status, 2, "{}", run.all());
@@ -287,7 +301,7 @@ async fn an_unreadable_ca_certificate_exits_2_naming_the_option() {
 
 #[tokio::test]
 async fn a_ca_certificate_that_is_not_pem_exits_2_naming_the_option() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let file = TempFile::new("not-a-ca.pem", b"this is not a certificate\n");
     let run = probe_at(&server, &["--ca-cert", &file.arg()]).await;
     assert_eq!(run.status, 2, "{}", run.all());
@@ -298,7 +312,7 @@ async fn a_ca_certificate_that_is_not_pem_exits_2_naming_the_option() {
 
 #[tokio::test]
 async fn a_scope_with_no_letter_or_digit_exits_2_naming_the_option() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let run = probe_at(&server, &["--scope=--"]).await;
     assert_eq!(run.status, 2, "{}", run.all());
     assert!(run.stderr.contains("--scope"), "{}", run.stderr);
@@ -307,7 +321,7 @@ async fn a_scope_with_no_letter_or_digit_exits_2_naming_the_option() {
 
 #[tokio::test]
 async fn a_pem_ca_certificate_is_accepted_and_the_send_goes_ahead() {
-    let server = engine(json_response(200, r#"{"answer":"yes"}"#)).await;
+    let server = engine_expecting(1, json_response(200, r#"{"answer":"yes"}"#)).await;
     let ca = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
         .expect("a self-signed certificate");
     let file = TempFile::new("ca.pem", ca.cert.pem().as_bytes());
@@ -318,7 +332,7 @@ async fn a_pem_ca_certificate_is_accepted_and_the_send_goes_ahead() {
 
 #[tokio::test]
 async fn the_scope_prefix_and_stem_name_the_variables_read() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(1, json_response(200, "{}")).await;
     let address = format!("{}/v1", server.uri());
     let run = probe(
         &[
@@ -368,7 +382,7 @@ async fn max_answer_bytes_is_the_answer_cap() {
 
 #[tokio::test]
 async fn no_token_exits_3_and_sends_nothing() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let address = format!("{}/v1", server.uri());
     let run = probe(&[], &[(ENGINE_VAR, &address)]).await;
     assert_eq!(run.status, 3, "{}", run.all());
@@ -543,7 +557,7 @@ async fn json_for_a_refusal_is_one_document_of_the_report_shape() {
 
 #[tokio::test]
 async fn a_body_file_is_sent_byte_for_byte() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(1, json_response(200, "{}")).await;
     // Not UTF-8, a NUL, a CRLF and a trailing newline: bytes, not text.
     let bytes = b"{\"q\":\"caf\xc3\xa9\"}\r\n\x00\xff\xfe trailing\n".to_vec();
     let file = TempFile::new("body.bin", &bytes);
@@ -556,7 +570,7 @@ async fn a_body_file_is_sent_byte_for_byte() {
 
 #[tokio::test]
 async fn a_text_body_is_sent_as_given() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(1, json_response(200, "{}")).await;
     let body = r#"{"question": "the next word after «once upon a»?"}"#;
     let run = probe_at(&server, &["--body", body]).await;
     assert_eq!(run.status, 0, "{}", run.all());
@@ -567,7 +581,7 @@ async fn a_text_body_is_sent_as_given() {
 
 #[tokio::test]
 async fn repeat_json_counts_every_send_and_the_engine_receives_exactly_that_many() {
-    let server = engine(json_response(200, r#"{"answer":"yes"}"#)).await;
+    let server = engine_expecting(20, json_response(200, r#"{"answer":"yes"}"#)).await;
     let run = probe_at(&server, &["--repeat", "20", "--concurrency", "4", "--json"]).await;
     assert_eq!(run.status, 0, "{}", run.all());
     let doc = run.json();
@@ -594,7 +608,7 @@ async fn repeat_json_counts_every_send_and_the_engine_receives_exactly_that_many
 
 #[tokio::test]
 async fn repeat_counts_refusals_by_cause_and_still_exits_0() {
-    let server = engine(json_response(429, r#"{"error":"slow down"}"#)).await;
+    let server = engine_expecting(5, json_response(429, r#"{"error":"slow down"}"#)).await;
     let run = probe_at(&server, &["--repeat", "5", "--concurrency", "8", "--json"]).await;
     assert_eq!(run.status, 0, "{}", run.all());
     let doc = run.json();
@@ -763,12 +777,19 @@ async fn a_token_echoed_in_any_encoding_is_never_printed() {
 
 #[tokio::test]
 async fn a_redirect_target_receives_nothing_from_a_single_send() {
-    let target = engine(json_response(200, "{}")).await;
+    // Any method: a 302 followed would arrive as a GET.
+    let target = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(json_response(200, "{}"))
+        .expect(0)
+        .mount(&target)
+        .await;
     let server = MockServer::start().await;
     Mock::given(any())
         .respond_with(
             ResponseTemplate::new(302).insert_header("location", format!("{}/x", target.uri())),
         )
+        .expect(1)
         .mount(&server)
         .await;
     let run = probe_at(&server, &["--json"]).await;
