@@ -1,11 +1,13 @@
 //! One behaviour of the concealer per test: every form a token can be echoed
 //! in is concealed, and the text around it survives.
 
-use crate::support::forms::unicode_escape;
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use meterwire::{Concealer, Env, REDACTED};
-use std::borrow::Cow;
+
+use crate::support::forms::unicode_escape;
 
 /// Realistic: every character a JSON, URL or HTML encoder would touch.
 const LIVE: &str = r#"mw_live_4f+Ab/9z=Q&x<y>"z'"#;

@@ -6,13 +6,14 @@
 
 use std::time::Duration;
 
-use crate::support::{
-    ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, builder_for, transport_for,
-};
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal, Report};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{
+    ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, builder_for, transport_for,
+};
 
 const PATH: &str = "/v1/predict";
 const BODY: &str = r#"{"question":"next word?"}"#;

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::support::raw_http::read_request;
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, timeout};
+
+use crate::support::raw_http::read_request;
 
 const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
 /// Only turns a hang into a failure; every case ends far sooner.

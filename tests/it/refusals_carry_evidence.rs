@@ -4,12 +4,13 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::support::forms::{assert_refusal_clean, assert_refusal_echo_redacted, forms};
-use crate::support::{SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
 use meterwire::{Cause, REDACTED, Refusal};
 use serde_json::Value;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::support::forms::{assert_refusal_clean, assert_refusal_echo_redacted, forms};
+use crate::support::{SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
 
 /// The refusal of one send to an engine answering with `template`; the
 /// engine expects exactly that one request.

@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env};
 use meterwire::{BuildError, Cause, Env, HttpTransport, Refusal};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env};
 
 /// An engine that would answer anything, so a request that reached it would
 /// be an answer rather than a refusal, and that expects none: every test

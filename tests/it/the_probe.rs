@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::forms::{assert_echo_redacted, assert_no_form, forms};
 use serde_json::Value;
 use wiremock::matchers::{any, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::forms::{assert_echo_redacted, assert_no_form, forms};
 
 /// The token these tests hand the probe. `/` and `+` make its JSON-escaped,
 /// percent-encoded and base64 forms all differ from the raw text.

@@ -9,12 +9,13 @@
 
 use std::time::Duration;
 
-use crate::support::forms::{
-    assert_no_form, assert_refusal_clean, assert_refusal_echo_redacted, forms,
-};
 use meterwire::{Cause, Env, HttpTransport, REDACTED};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::support::forms::{
+    assert_no_form, assert_refusal_clean, assert_refusal_echo_redacted, forms,
+};
 
 /// Every character a framework might escape: `+` (.NET), `/` (PHP), `<>&`
 /// (Go), quotes (HTML), `=` (base64 padding lookalike), `%` and `\`.

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::raw_http::read_request;
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -23,6 +22,8 @@ use tokio::time::timeout;
 use tokio_rustls::TlsAcceptor;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::raw_http::read_request;
 
 const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
 const BODY: &str = r#"{"from":"tls-engine","score":0.5}"#;
