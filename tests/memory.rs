@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use meterwire::{Cause, Env, HttpTransport, Refusal};

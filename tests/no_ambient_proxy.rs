@@ -61,9 +61,12 @@ fn only_a_proxy_the_caller_configures_is_ever_used() {
             .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"proxy"}"#))
             .mount(&proxy)
             .await;
+        // The control below reaches the proxy, not the engine, so the one
+        // request the engine expects is the transport's first send.
         let engine = MockServer::start().await;
         Mock::given(any())
             .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"engine"}"#))
+            .expect(1)
             .mount(&engine)
             .await;
         let env = Env::from_pairs([
@@ -85,8 +88,11 @@ fn only_a_proxy_the_caller_configures_is_ever_used() {
             "the environment's proxy is not in effect, so this test proves nothing"
         );
         proxy.reset().await;
+        // From here on the proxy expects exactly the send made through it
+        // explicitly; none through the ambient variables.
         Mock::given(any())
             .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"proxy"}"#))
+            .expect(1)
             .mount(&proxy)
             .await;
         let engine_before = engine.received_requests().await.unwrap_or_default().len();

@@ -3,23 +3,26 @@
 //! byte for byte, the four headers, the token in the `authorization` header
 //! and nowhere else, and never a second request behind the caller's back.
 
-mod support;
+use std::sync::Arc;
 
 use bytes::Bytes;
-use meterwire::{Cause, HttpTransport, Transport, USER_AGENT};
-use support::{SCOPE, TOKEN, transport_for};
+use meterwire::{Cause, USER_AGENT};
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+use crate::support::{SCOPE, TOKEN, transport_for};
+
 const PATH: &str = "/v1/predict";
 
-/// An engine answering every request with `status` and an empty JSON body;
-/// the tests read what it received rather than matching up front, so a
-/// wrong request shows up as a wrong value, not as a 404.
-async fn engine(status: u16) -> MockServer {
+/// An engine answering every request with `status` and an empty JSON body,
+/// expecting exactly `requests` of them (one send is one request); the tests
+/// read what it received rather than matching up front, so a wrong request
+/// shows up as a wrong value, not as a 404.
+async fn engine(status: u16, requests: u64) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(wiremock::matchers::any())
         .respond_with(ResponseTemplate::new(status).set_body_string("{}"))
+        .expect(requests)
         .mount(&server)
         .await;
     server
@@ -54,7 +57,7 @@ fn header_value<'r>(request: &'r Request, name: &str) -> Vec<&'r str> {
 
 #[tokio::test]
 async fn a_send_is_one_post_to_the_address_path() {
-    let server = engine(200).await;
+    let server = engine(200, 1).await;
     transport_for(&address_of(&server), SCOPE)
         .send("{}")
         .await
@@ -72,6 +75,7 @@ async fn the_query_of_the_address_is_preserved_on_the_wire() {
         .and(query_param("model", "small"))
         .and(query_param("region", "eu"))
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .expect(1)
         .mount(&server)
         .await;
     let address = format!("{}?model=small&region=eu", address_of(&server));
@@ -86,7 +90,7 @@ async fn the_query_of_the_address_is_preserved_on_the_wire() {
 
 #[tokio::test]
 async fn a_non_ascii_json_body_arrives_byte_for_byte() {
-    let server = engine(200).await;
+    let server = engine(200, 1).await;
     let body = r#"{"question":"héllo wörld 🦀 — ¿qué?","n":1}"#;
     transport_for(&address_of(&server), SCOPE)
         .send(body)
@@ -97,7 +101,7 @@ async fn a_non_ascii_json_body_arrives_byte_for_byte() {
 
 #[tokio::test]
 async fn a_body_that_is_not_json_is_sent_unchanged_because_the_transport_does_not_validate_it() {
-    let server = engine(200).await;
+    let server = engine(200, 1).await;
     let body: &[u8] = b"not json {\"unterminated\": [1, 2,\n\x00\xff\xfe trailing";
     transport_for(&address_of(&server), SCOPE)
         .send(Bytes::from_static(body))
@@ -108,7 +112,7 @@ async fn a_body_that_is_not_json_is_sent_unchanged_because_the_transport_does_no
 
 #[tokio::test]
 async fn an_empty_body_is_sent_as_an_empty_body() {
-    let server = engine(200).await;
+    let server = engine(200, 1).await;
     transport_for(&address_of(&server), SCOPE)
         .send(Bytes::new())
         .await
@@ -118,7 +122,7 @@ async fn an_empty_body_is_sent_as_an_empty_body() {
 
 #[tokio::test]
 async fn the_request_says_it_sends_and_accepts_json() {
-    let server = engine(200).await;
+    let server = engine(200, 1).await;
     transport_for(&address_of(&server), SCOPE)
         .send("{}")
         .await
@@ -134,6 +138,7 @@ async fn the_token_is_sent_as_one_bearer_authorization_header() {
     Mock::given(method("POST"))
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .expect(1)
         .mount(&server)
         .await;
     transport_for(&address_of(&server), SCOPE)
@@ -152,7 +157,7 @@ async fn the_user_agent_names_the_crate_and_its_version() {
         USER_AGENT.contains(env!("CARGO_PKG_VERSION")),
         "{USER_AGENT}"
     );
-    let server = engine(200).await;
+    let server = engine(200, 1).await;
     transport_for(&address_of(&server), SCOPE)
         .send("{}")
         .await
@@ -163,7 +168,7 @@ async fn the_user_agent_names_the_crate_and_its_version() {
 
 #[tokio::test]
 async fn the_token_is_nowhere_on_the_wire_but_the_authorization_header() {
-    let server = engine(200).await;
+    let server = engine(200, 1).await;
     let address = format!("{}?model=small", address_of(&server));
     transport_for(&address, SCOPE)
         .send(r#"{"question":"what is my token?"}"#)
@@ -187,7 +192,7 @@ async fn the_token_is_nowhere_on_the_wire_but_the_authorization_header() {
 
 #[tokio::test]
 async fn a_503_is_not_retried() {
-    let server = engine(503).await;
+    let server = engine(503, 1).await;
     let refusal = transport_for(&address_of(&server), SCOPE)
         .send("{}")
         .await
@@ -198,7 +203,7 @@ async fn a_503_is_not_retried() {
 
 #[tokio::test]
 async fn each_send_is_exactly_one_request() {
-    let server = engine(200).await;
+    let server = engine(200, 3).await;
     let transport = transport_for(&address_of(&server), SCOPE);
     for n in 1..=3 {
         transport.send("{}").await.expect("answered");
@@ -208,7 +213,7 @@ async fn each_send_is_exactly_one_request() {
 
 #[tokio::test]
 async fn a_cloned_transport_sends_to_the_same_engine_with_the_same_token() {
-    let server = engine(200).await;
+    let server = engine(200, 1).await;
     let original = transport_for(&address_of(&server), SCOPE);
     let clone = original.clone();
     drop(original);
@@ -221,26 +226,13 @@ async fn a_cloned_transport_sends_to_the_same_engine_with_the_same_token() {
 }
 
 #[tokio::test]
-async fn a_transport_works_as_a_boxed_trait_object() {
-    let server = engine(200).await;
-    let transport: Box<dyn Transport> = Box::new(transport_for(&address_of(&server), SCOPE));
-    let answer = transport
-        .send(Bytes::from_static(br#"{"via":"dyn"}"#))
-        .await
-        .expect("the trait object answers");
-    assert_eq!(answer.status(), 200);
-    assert_eq!(the_one_request(&server).await.body, br#"{"via":"dyn"}"#);
-}
-
-#[tokio::test]
 async fn a_transport_can_be_shared_across_tasks() {
-    let server = engine(200).await;
-    let transport: std::sync::Arc<dyn Transport> =
-        std::sync::Arc::new(transport_for(&address_of(&server), SCOPE));
+    let server = engine(200, 4).await;
+    let transport = Arc::new(transport_for(&address_of(&server), SCOPE));
     let tasks: Vec<_> = (0..4)
         .map(|i| {
             let transport = transport.clone();
-            tokio::spawn(async move { transport.send(Bytes::from(format!("{{\"i\":{i}}}"))).await })
+            tokio::spawn(async move { transport.send(format!("{{\"i\":{i}}}")).await })
         })
         .collect();
     for task in tasks {
@@ -256,25 +248,4 @@ async fn a_transport_can_be_shared_across_tasks() {
         .map(|i| format!("{{\"i\":{i}}}").into_bytes())
         .collect();
     assert_eq!(bodies, expected);
-}
-
-/// `HttpTransport::send` takes anything that becomes `Bytes`; the trait takes
-/// `Bytes`. Both must reach the same wire.
-#[tokio::test]
-async fn the_inherent_and_trait_sends_put_the_same_bytes_on_the_wire() {
-    let server = engine(200).await;
-    let transport: HttpTransport = transport_for(&address_of(&server), SCOPE);
-    transport
-        .send(String::from(r#"{"a":1}"#))
-        .await
-        .expect("answered");
-    Transport::send(&transport, Bytes::from_static(br#"{"a":1}"#))
-        .await
-        .expect("answered");
-    let bodies: Vec<Vec<u8>> = received(&server)
-        .await
-        .into_iter()
-        .map(|r| r.body)
-        .collect();
-    assert_eq!(bodies, [br#"{"a":1}"#.to_vec(), br#"{"a":1}"#.to_vec()]);
 }

@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-use meterwire::Refusal;
+use meterwire::{REDACTED, Refusal};
 
 /// `c` as JSON writes it with `\uXXXX`: one escape per UTF-16 unit, so a
 /// character outside the BMP becomes a surrogate pair.
@@ -211,4 +211,27 @@ pub fn assert_refusal_clean(token: &str, context: &str, refusal: &Refusal) {
         &format!("{context}: report"),
         &refusal.report().to_json(),
     );
+}
+
+/// The other half of a leak check: the echo did reach `text`, as the
+/// marker. Without it, an output that dropped the engine's words altogether
+/// would pass every check that the token is absent.
+#[track_caller]
+pub fn assert_echo_redacted(what: &str, text: &str) {
+    assert!(
+        text.contains(REDACTED),
+        "{what} does not show the echo as {REDACTED}:\n{text}"
+    );
+}
+
+/// [`assert_echo_redacted`] for every output of a refusal whose reason quotes
+/// the echo: the reason, `Display`, `Debug` and the report. (The remedy
+/// quotes the engine only in a few places; the tests that reach one check it
+/// themselves.)
+#[track_caller]
+pub fn assert_refusal_echo_redacted(context: &str, refusal: &Refusal) {
+    assert_echo_redacted(&format!("{context}: reason"), refusal.reason());
+    assert_echo_redacted(&format!("{context}: Display"), &refusal.to_string());
+    assert_echo_redacted(&format!("{context}: Debug"), &format!("{refusal:?}"));
+    assert_echo_redacted(&format!("{context}: report"), &refusal.report().to_json());
 }

@@ -1,13 +1,12 @@
 //! Properties of the concealer over random tokens, random text and random
 //! encodings, chosen character by character.
 
-mod support;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use meterwire::{Concealer, REDACTED};
 use proptest::prelude::*;
-use support::forms::unicode_escape;
+
+use crate::support::forms::unicode_escape;
 
 /// How the whole text, token included, was written.
 #[derive(Clone, Copy, Debug)]

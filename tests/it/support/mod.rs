@@ -3,7 +3,7 @@
 //! the checks every refusal must pass (every reason and remedy
 //! must say").
 
-// Each test binary compiles its own copy and uses only some of it.
+// `tests/it` and `tests/memory.rs` each compile a copy and use only some of it.
 #![allow(dead_code)]
 
 pub mod forms;

@@ -2,21 +2,23 @@
 //! engine's request id, the engine's own words from its error shape, and why
 //! a token was rejected. Every piece of it is concealed like the rest.
 
-mod support;
-
 use std::time::{Duration, SystemTime};
 
-use meterwire::{Cause, Refusal};
+use meterwire::{Cause, REDACTED, Refusal};
 use serde_json::Value;
-use support::forms::{assert_refusal_clean, forms};
-use support::{SCOPE, TOKEN, assert_refusal_shape, transport_for};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+use crate::support::forms::{assert_refusal_clean, assert_refusal_echo_redacted, forms};
+use crate::support::{SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
+
+/// The refusal of one send to an engine answering with `template`; the
+/// engine expects exactly that one request.
 async fn refusal_for(template: ResponseTemplate) -> Refusal {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(template)
+        .expect(1)
         .mount(&server)
         .await;
     let refusal = transport_for(&server.uri(), SCOPE)
@@ -225,12 +227,8 @@ async fn rejected_with(challenge: &str) -> Refusal {
     let refusal =
         refusal_for(ResponseTemplate::new(401).insert_header("www-authenticate", challenge)).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.source(), Some(support::TOKEN_VAR));
-    assert!(
-        refusal.remedy().contains(support::TOKEN_VAR),
-        "{}",
-        refusal.remedy()
-    );
+    assert_eq!(refusal.variable(), Some(TOKEN_VAR));
+    assert!(refusal.remedy().contains(TOKEN_VAR), "{}", refusal.remedy());
     refusal
 }
 
@@ -350,13 +348,49 @@ async fn no_hint_request_id_or_diagnosis_carries_the_token_in_any_form() {
                     .send(ask.to_string())
                     .await
                     .expect_err("a refusal");
-                assert_refusal_clean(
-                    TOKEN,
-                    &format!("HTTP {status}, {shape}, token as {name}"),
-                    &refusal,
-                );
+                let context = format!("HTTP {status}, {shape}, token as {name}");
+                assert_refusal_clean(TOKEN, &context, &refusal);
                 if let Some(id) = refusal.request_id() {
                     assert!(!id.contains(TOKEN), "request id {id}");
+                }
+                // The echo did reach every field that quotes it, concealed:
+                // the engine's words, whatever the status and shape...
+                assert_refusal_echo_redacted(&context, &refusal);
+                let said = format!("the engine said: \"{REDACTED}");
+                assert!(
+                    refusal.reason().contains(&said),
+                    "{context}: {}",
+                    refusal.reason()
+                );
+                // ...the request id...
+                assert_eq!(refusal.request_id(), Some(REDACTED), "{context}");
+                // ...the retry hint, for the statuses that read one (a 401
+                // and a 402 do not quote `retry-after` at all)...
+                if matches!(status, 429 | 503) {
+                    let retry = format!("retry after {REDACTED}");
+                    assert!(
+                        refusal.reason().contains(&retry),
+                        "{context}: {}",
+                        refusal.reason()
+                    );
+                }
+                // ...and the challenge's scope and description, which only a
+                // 401 reads, in the reason and in the remedy.
+                if status == 401 {
+                    let lacks = format!(
+                        "lacks the scope \"{REDACTED}\" (insufficient_scope): \"{REDACTED}\""
+                    );
+                    assert!(
+                        refusal.reason().contains(&lacks),
+                        "{context}: {}",
+                        refusal.reason()
+                    );
+                    let with_scope = format!("one with the scope \"{REDACTED}\"");
+                    assert!(
+                        refusal.remedy().contains(&with_scope),
+                        "{context}: {}",
+                        refusal.remedy()
+                    );
                 }
             }
         }

@@ -13,15 +13,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-mod support;
-
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal};
-use support::raw_http::read_request;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, timeout};
+
+use crate::support::raw_http::read_request;
 
 const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
 /// Only turns a hang into a failure; every case ends far sooner.
@@ -469,5 +468,5 @@ async fn a_server_that_does_not_speak_http_is_refused() {
     let refusal = refused(&transport).await;
 
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
-    assert_eq!(refusal.source(), Some("CHANT_BEHAVIOUR_ENGINE"));
+    assert_eq!(refusal.variable(), Some("CHANT_BEHAVIOUR_ENGINE"));
 }

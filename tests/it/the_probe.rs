@@ -9,12 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
-
 use serde_json::Value;
-use support::forms::{assert_no_form, forms};
 use wiremock::matchers::{any, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::forms::{assert_echo_redacted, assert_no_form, forms};
 
 /// The token these tests hand the probe. `/` and `+` make its JSON-escaped,
 /// percent-encoded and base64 forms all differ from the raw text.
@@ -60,10 +59,10 @@ fn probe_path() -> PathBuf {
     assert!(
         probe.is_file(),
         "the probe example is not built at {}: run `cargo build --example probe` first \
-         (a plain `cargo test` builds it; `cargo test --test the_probe` alone does not)",
+         (a plain `cargo test` builds it; `cargo test --test it` alone does not)",
         probe.display()
     );
-    // `cargo test --test the_probe` alone runs whatever example was built
+    // `cargo test --test it` alone runs whatever example was built
     // last; a stale one would test old code without saying so.
     let built = modified(&probe);
     let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/probe");
@@ -173,6 +172,20 @@ async fn engine(response: ResponseTemplate) -> MockServer {
     server
 }
 
+/// An engine that answers every request with `response` and expects
+/// exactly `requests` of them, checked when it drops: for the tests whose
+/// point is how many requests a run makes (none, when the probe exits
+/// before sending).
+async fn engine_expecting(requests: u64, response: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(response)
+        .expect(requests)
+        .mount(&server)
+        .await;
+    server
+}
+
 fn json_response(status: u16, body: &str) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_raw(body.to_owned(), "application/json")
 }
@@ -244,7 +257,7 @@ async fn a_flag_the_probe_does_not_know_exits_2() {
 
 #[tokio::test]
 async fn an_unreadable_body_file_exits_2_naming_it_and_sends_nothing() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let missing = std::env::temp_dir().join("the_probe-no-such-dir/body.json");
     let arg = format!("@{}", missing.display());
     let run = probe_at(&server, &["--json", "--body", &arg]).await;
@@ -261,7 +274,7 @@ async fn an_unreadable_body_file_exits_2_naming_it_and_sends_nothing() {
 
 #[tokio::test]
 async fn repeat_0_exits_2() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let run = probe_at(&server, &["--repeat", "0"]).await;
     assert_eq!(run.status, 2, "{}", run.all());
     assert!(run.stderr.contains("--repeat"), "{}", run.stderr);
@@ -270,7 +283,7 @@ async fn repeat_0_exits_2() {
 
 #[tokio::test]
 async fn concurrency_0_exits_2() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let run = probe_at(&server, &["--repeat", "3", "--concurrency", "0"]).await;
     assert_eq!(run.status, 2, "{}", run.all());
     assert!(run.stderr.contains("--concurrency"), "{}", run.stderr);
@@ -279,7 +292,7 @@ async fn concurrency_0_exits_2() {
 
 #[tokio::test]
 async fn an_unreadable_ca_certificate_exits_2_naming_the_option() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let missing = std::env::temp_dir().join("the_probe-no-such-dir/ca.pem");
     let run = probe_at(&server, &["--ca-cert", &missing.display().to_string()]).await;
     assert_eq!(run.status, 2, "{}", run.all());
@@ -289,7 +302,7 @@ async fn an_unreadable_ca_certificate_exits_2_naming_the_option() {
 
 #[tokio::test]
 async fn a_ca_certificate_that_is_not_pem_exits_2_naming_the_option() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let file = TempFile::new("not-a-ca.pem", b"this is not a certificate\n");
     let run = probe_at(&server, &["--ca-cert", &file.arg()]).await;
     assert_eq!(run.status, 2, "{}", run.all());
@@ -300,7 +313,7 @@ async fn a_ca_certificate_that_is_not_pem_exits_2_naming_the_option() {
 
 #[tokio::test]
 async fn a_scope_with_no_letter_or_digit_exits_2_naming_the_option() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let run = probe_at(&server, &["--scope=--"]).await;
     assert_eq!(run.status, 2, "{}", run.all());
     assert!(run.stderr.contains("--scope"), "{}", run.stderr);
@@ -309,7 +322,7 @@ async fn a_scope_with_no_letter_or_digit_exits_2_naming_the_option() {
 
 #[tokio::test]
 async fn a_pem_ca_certificate_is_accepted_and_the_send_goes_ahead() {
-    let server = engine(json_response(200, r#"{"answer":"yes"}"#)).await;
+    let server = engine_expecting(1, json_response(200, r#"{"answer":"yes"}"#)).await;
     let ca = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
         .expect("a self-signed certificate");
     let file = TempFile::new("ca.pem", ca.cert.pem().as_bytes());
@@ -320,7 +333,7 @@ async fn a_pem_ca_certificate_is_accepted_and_the_send_goes_ahead() {
 
 #[tokio::test]
 async fn the_scope_prefix_and_stem_name_the_variables_read() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(1, json_response(200, "{}")).await;
     let address = format!("{}/v1", server.uri());
     let run = probe(
         &[
@@ -370,7 +383,7 @@ async fn max_answer_bytes_is_the_answer_cap() {
 
 #[tokio::test]
 async fn no_token_exits_3_and_sends_nothing() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(0, json_response(200, "{}")).await;
     let address = format!("{}/v1", server.uri());
     let run = probe(&[], &[(ENGINE_VAR, &address)]).await;
     assert_eq!(run.status, 3, "{}", run.all());
@@ -545,7 +558,7 @@ async fn json_for_a_refusal_is_one_document_of_the_report_shape() {
 
 #[tokio::test]
 async fn a_body_file_is_sent_byte_for_byte() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(1, json_response(200, "{}")).await;
     // Not UTF-8, a NUL, a CRLF and a trailing newline: bytes, not text.
     let bytes = b"{\"q\":\"caf\xc3\xa9\"}\r\n\x00\xff\xfe trailing\n".to_vec();
     let file = TempFile::new("body.bin", &bytes);
@@ -558,7 +571,7 @@ async fn a_body_file_is_sent_byte_for_byte() {
 
 #[tokio::test]
 async fn a_text_body_is_sent_as_given() {
-    let server = engine(json_response(200, "{}")).await;
+    let server = engine_expecting(1, json_response(200, "{}")).await;
     let body = r#"{"question": "the next word after «once upon a»?"}"#;
     let run = probe_at(&server, &["--body", body]).await;
     assert_eq!(run.status, 0, "{}", run.all());
@@ -569,7 +582,7 @@ async fn a_text_body_is_sent_as_given() {
 
 #[tokio::test]
 async fn repeat_json_counts_every_send_and_the_engine_receives_exactly_that_many() {
-    let server = engine(json_response(200, r#"{"answer":"yes"}"#)).await;
+    let server = engine_expecting(20, json_response(200, r#"{"answer":"yes"}"#)).await;
     let run = probe_at(&server, &["--repeat", "20", "--concurrency", "4", "--json"]).await;
     assert_eq!(run.status, 0, "{}", run.all());
     let doc = run.json();
@@ -596,7 +609,7 @@ async fn repeat_json_counts_every_send_and_the_engine_receives_exactly_that_many
 
 #[tokio::test]
 async fn repeat_counts_refusals_by_cause_and_still_exits_0() {
-    let server = engine(json_response(429, r#"{"error":"slow down"}"#)).await;
+    let server = engine_expecting(5, json_response(429, r#"{"error":"slow down"}"#)).await;
     let run = probe_at(&server, &["--repeat", "5", "--concurrency", "8", "--json"]).await;
     assert_eq!(run.status, 0, "{}", run.all());
     let doc = run.json();
@@ -685,28 +698,47 @@ async fn a_single_send_never_prints_the_token_its_engine_echoes() {
         for args in [&[][..], &["--json"][..]] {
             let run = probe_at(&server, args).await;
             assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
+            // The answer is printed whole and each refusal quotes the
+            // engine's words, so the echo shows, concealed.
+            assert_echo_redacted(&format!("probe {args:?}"), &run.stdout);
         }
     }
 }
 
 #[tokio::test]
 async fn a_repeat_run_never_prints_the_token_its_engine_echoes() {
-    for response in [
-        json_response(200, &format!(r#"{{"account":"{TOKEN}"}}"#)),
-        ResponseTemplate::new(401).set_body_string(format!("token {TOKEN} is not valid")),
+    for (status, response) in [
+        (
+            200,
+            json_response(200, &format!(r#"{{"account":"{TOKEN}"}}"#)),
+        ),
+        (
+            401,
+            ResponseTemplate::new(401).set_body_string(format!("token {TOKEN} is not valid")),
+        ),
     ] {
         let server = engine(response).await;
         for args in [&["--repeat", "3"][..], &["--repeat", "3", "--json"][..]] {
             let run = probe_at(&server, args).await;
             assert_eq!(run.status, 0, "{}", run.all());
             assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
+            // A run counts answers without printing them, and `--json`
+            // prints only counts; the one place it quotes the engine is the
+            // prose's first refusal of each cause, so only there can the
+            // echo show, as the marker.
+            if status == 401 && !args.contains(&"--json") {
+                assert_echo_redacted(&format!("probe {args:?}"), &run.stdout);
+            }
         }
     }
 }
 
 #[tokio::test]
 async fn the_embedded_tour_never_prints_its_own_token() {
-    let source = include_str!("../examples/probe/embedded.rs");
+    let source = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/probe/embedded.rs"
+    ));
     assert!(
         source.contains(&format!("\"{EMBEDDED_TOKEN}\"")),
         "EMBEDDED_TOKEN here no longer matches the probe's own token"
@@ -739,18 +771,26 @@ async fn a_token_echoed_in_any_encoding_is_never_printed() {
         for args in [&[][..], &["--json"][..]] {
             let run = probe_at(&server, args).await;
             assert_no_form(TOKEN, &format!("probe {args:?}"), &run.all());
+            assert_echo_redacted(&format!("probe {args:?}"), &run.stdout);
         }
     }
 }
 
 #[tokio::test]
 async fn a_redirect_target_receives_nothing_from_a_single_send() {
-    let target = engine(json_response(200, "{}")).await;
+    // Any method: a 302 followed would arrive as a GET.
+    let target = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(json_response(200, "{}"))
+        .expect(0)
+        .mount(&target)
+        .await;
     let server = MockServer::start().await;
     Mock::given(any())
         .respond_with(
             ResponseTemplate::new(302).insert_header("location", format!("{}/x", target.uri())),
         )
+        .expect(1)
         .mount(&server)
         .await;
     let run = probe_at(&server, &["--json"]).await;

@@ -1,13 +1,13 @@
 //! One behaviour of the concealer per test: every form a token can be echoed
 //! in is concealed, and the text around it survives.
 
-mod support;
+use std::borrow::Cow;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-use meterwire::{Concealer, Env, REDACTED, bound};
-use std::borrow::Cow;
-use support::forms::unicode_escape;
+use meterwire::{Concealer, Env, REDACTED};
+
+use crate::support::forms::unicode_escape;
 
 /// Realistic: every character a JSON, URL or HTML encoder would touch.
 const LIVE: &str = r#"mw_live_4f+Ab/9z=Q&x<y>"z'"#;
@@ -591,21 +591,4 @@ fn scrub_replaces_a_pem_private_key_without_end_line_to_the_end() {
 fn scrub_also_conceals_the_configured_secrets() {
     let output = concealer().scrub(&format!("engine said: unknown key {PLAIN}"));
     assert_eq!(output, "engine said: unknown key [redacted]");
-}
-
-#[test]
-fn bound_cuts_only_between_chars() {
-    assert_eq!(bound("aé日😀b", 0), "");
-    assert_eq!(bound("aé日😀b", 2), "aé");
-    assert_eq!(bound("aé日😀b", 3), "aé日");
-    assert_eq!(bound("aé日😀b", 4), "aé日😀");
-    assert_eq!(bound("aé日😀b", 5), "aé日😀b");
-    assert_eq!(bound("aé日😀b", 99), "aé日😀b");
-}
-
-#[test]
-fn concealing_before_bounding_leaves_no_half_token() {
-    let text = format!("error: {PLAIN} was refused");
-    let bounded = bound(&concealer().conceal(&text), 20).to_owned();
-    assert_eq!(bounded, "error: [redacted] wa");
 }

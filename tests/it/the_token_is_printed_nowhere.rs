@@ -9,12 +9,13 @@
 
 use std::time::Duration;
 
-mod support;
-
-use meterwire::{Cause, Env, HttpTransport};
-use support::forms::{assert_no_form, assert_refusal_clean, forms};
+use meterwire::{Cause, Env, HttpTransport, REDACTED};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::support::forms::{
+    assert_no_form, assert_refusal_clean, assert_refusal_echo_redacted, forms,
+};
 
 /// Every character a framework might escape: `+` (.NET), `/` (PHP), `<>&`
 /// (Go), quotes (HTML), `=` (base64 padding lookalike), `%` and `\`.
@@ -94,12 +95,43 @@ async fn no_refusal_holds_the_token_in_any_form_the_engine_echoes() {
                     .send(ask.to_string())
                     .await
                     .expect_err("a non-2xx status is a refusal");
+                let context = format!("HTTP {status}, {shape} body, token as {name}");
                 assert_eq!(refusal.cause(), cause, "HTTP {status}");
-                assert_refusal_clean(
-                    TOKEN,
-                    &format!("HTTP {status}, {shape} body, token as {name}"),
-                    &refusal,
+                assert_refusal_clean(TOKEN, &context, &refusal);
+                // The echo did reach the refusal, concealed: the body's first
+                // line is quoted whatever the status...
+                let said = match shape {
+                    "json" => format!("token {REDACTED} refused"),
+                    _ => format!("the engine saw the token {REDACTED} and said no"),
+                };
+                assert!(
+                    refusal.reason().contains(&said),
+                    "{context}: the reason does not quote {said:?}: {}",
+                    refusal.reason()
                 );
+                assert_refusal_echo_redacted(&context, &refusal);
+                // ...and so is the request id.
+                assert_eq!(refusal.request_id(), Some(REDACTED), "{context}");
+                // `retry-after` is echoed for the statuses that read it.
+                if matches!(status, 429 | 503) {
+                    assert!(
+                        refusal
+                            .reason()
+                            .contains(&format!("retry after {REDACTED}")),
+                        "{context}: {}",
+                        refusal.reason()
+                    );
+                }
+                // Not checked, because the refusal does not quote them at
+                // all: the `location` of the 302, reduced to its host, so the
+                // form in its query never reaches the reason; and the remedy,
+                // which quotes an engine only for a challenge's `scope`, and
+                // this challenge has none. Nor the challenge's
+                // `error_description` of a 401 or 403: this engine writes the
+                // form into the quoted string unescaped, so a form holding a
+                // `"` or a `\` reaches the reason cut short or unescaped, no
+                // longer a form the concealer knows (or `assert_no_form`
+                // looks for), and there is no marker to find.
             }
         }
     }
@@ -121,7 +153,7 @@ async fn an_answer_that_echoes_the_token_holds_none_of_its_forms() {
             answer.text(),
         );
         assert!(
-            answer.text().contains("[redacted]"),
+            answer.text().contains(&format!("token {REDACTED} refused")),
             "the echo was replaced: {}",
             answer.text()
         );
@@ -215,7 +247,7 @@ fn nothing_built_from_the_token_prints_it() {
     ]);
     assert_no_form(TOKEN, "Env Debug", &format!("{env:?}"));
     let transport = HttpTransport::builder("leaks")
-        .env(env.clone())
+        .env(env)
         .build()
         .expect("builds");
     assert_no_form(TOKEN, "HttpTransport Debug", &format!("{transport:?}"));
@@ -224,12 +256,6 @@ fn nothing_built_from_the_token_prints_it() {
         "Concealer Debug",
         &format!("{:?}", transport.concealer()),
     );
-    let token = meterwire::Naming::default()
-        .token_chain("leaks")
-        .resolve(&env)
-        .expect("usable")
-        .expect("present");
-    assert_no_form(TOKEN, "Token Debug", &format!("{token:?}"));
 }
 
 /// A credential-named variable in the snapshot is as secret as the token:

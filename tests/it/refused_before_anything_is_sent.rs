@@ -5,20 +5,21 @@
 //! it while the wiremock engine the variables point at receives nothing.
 //! Also the configurations that cannot build at all (`BuildError`).
 
-mod support;
-
 use std::time::Duration;
 
 use meterwire::{BuildError, Cause, Env, HttpTransport, Refusal};
-use support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env};
+
 /// An engine that would answer anything, so a request that reached it would
-/// be an answer rather than a refusal, and would be counted.
+/// be an answer rather than a refusal, and that expects none: every test
+/// here is decided before anything is sent, checked when it drops.
 async fn engine() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(wiremock::matchers::any())
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .expect(0)
         .mount(&server)
         .await;
     server
@@ -94,7 +95,7 @@ async fn no_address_is_no_engine_naming_every_variable_of_the_address_chain() {
     let server = engine().await;
     let refusal = refused_at_build(env(&[(TOKEN_VAR, TOKEN)]), &server).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.source(), None);
+    assert_eq!(refusal.variable(), None);
     assert_eq!(refusal.status(), None);
     for variable in [
         "CHANT_BEHAVIOUR_ENGINE_ACME",
@@ -113,7 +114,7 @@ async fn an_address_without_a_token_is_no_engine_naming_the_token_chain_and_the_
     let address = format!("{}/v1", server.uri());
     let refusal = refused_at_build(env(&[(scoped, &address)]), &server).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.source(), None);
+    assert_eq!(refusal.variable(), None);
     for variable in [
         "CHANT_BEHAVIOUR_TOKEN_ACME",
         "CHANT_BEHAVIOUR_TOKEN",
@@ -141,7 +142,7 @@ async fn assert_unusable_token_refused(between: &str) {
     let snapshot = env(&[(ADDRESS_VAR, &address), (TOKEN_VAR, &value)]);
     let refusal = refused_at_build(snapshot.clone(), &server).await;
     assert_eq!(refusal.cause(), Cause::NoEngine, "{between:?}");
-    assert_eq!(refusal.source(), Some(TOKEN_VAR), "{between:?}");
+    assert_eq!(refusal.variable(), Some(TOKEN_VAR), "{between:?}");
     assert_contains(refusal.reason(), TOKEN_VAR);
     assert_contains(refusal.remedy(), TOKEN_VAR);
     assert_contains(refusal.reason(), ADDRESS_VAR);
@@ -210,7 +211,7 @@ async fn an_address_chain_of_blank_variables_is_no_address() {
     ]);
     let refusal = refused_at_build(snapshot, &server).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.source(), None);
+    assert_eq!(refusal.variable(), None);
     assert_contains(refusal.reason(), "BEHAVIOUR_ENGINE");
     assert_contains(refusal.remedy(), "CHANT_BEHAVIOUR_ENGINE");
 }
@@ -228,7 +229,7 @@ async fn a_blank_scoped_token_variable_falls_through_to_the_next() {
     ]);
     let refusal = refused_at_build(snapshot, &server).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.source(), Some(TOKEN_VAR));
+    assert_eq!(refusal.variable(), Some(TOKEN_VAR));
 }
 
 #[tokio::test]
@@ -243,7 +244,7 @@ async fn a_token_chain_of_blank_variables_is_no_token() {
     ]);
     let refusal = refused_at_build(snapshot, &server).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
-    assert_eq!(refusal.source(), None);
+    assert_eq!(refusal.variable(), None);
     assert_contains(refusal.reason(), "BEHAVIOUR_TOKEN");
     assert_contains(refusal.remedy(), TOKEN_VAR);
 }
@@ -260,7 +261,7 @@ async fn plain_http_to_a_host_off_loopback_is_refused_with_a_remedy_saying_https
     ]);
     let refusal = refused_at_build(snapshot, &server).await;
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
-    assert_eq!(refusal.source(), Some(ADDRESS_VAR));
+    assert_eq!(refusal.variable(), Some(ADDRESS_VAR));
     assert_contains(refusal.reason(), "http://engine.invalid/v1");
     assert_contains(refusal.reason(), ADDRESS_VAR);
     assert_contains(refusal.remedy(), "https");
@@ -318,7 +319,7 @@ async fn an_address_with_userinfo_is_refused_without_printing_the_password() {
     let snapshot = env(&[(ADDRESS_VAR, &address), (TOKEN_VAR, TOKEN)]);
     let refusal = refused_at_build(snapshot.clone(), &server).await;
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
-    assert_eq!(refusal.source(), Some(ADDRESS_VAR));
+    assert_eq!(refusal.variable(), Some(ADDRESS_VAR));
     assert_contains(refusal.reason(), ADDRESS_VAR);
     assert_contains(refusal.reason(), "127.0.0.1");
     assert_nowhere(&build(snapshot), &refusal, &[password]);
@@ -331,7 +332,7 @@ async fn an_address_that_is_not_http_is_refused() {
     let refusal =
         refused_at_build(env(&[(ADDRESS_VAR, &address), (TOKEN_VAR, TOKEN)]), &server).await;
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
-    assert_eq!(refusal.source(), Some(ADDRESS_VAR));
+    assert_eq!(refusal.variable(), Some(ADDRESS_VAR));
     assert_contains(refusal.reason(), ADDRESS_VAR);
     assert_contains(refusal.reason(), "grpc");
     assert_contains(refusal.remedy(), ADDRESS_VAR);
@@ -344,7 +345,7 @@ async fn an_address_that_is_not_a_url_is_refused_naming_its_variable() {
     let refusal =
         refused_at_build(env(&[(scoped, "not a url"), (TOKEN_VAR, TOKEN)]), &server).await;
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
-    assert_eq!(refusal.source(), Some(scoped));
+    assert_eq!(refusal.variable(), Some(scoped));
     assert_contains(refusal.reason(), scoped);
     assert_contains(refusal.remedy(), scoped);
 }

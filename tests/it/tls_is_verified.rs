@@ -8,8 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-mod support;
-
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -17,7 +15,6 @@ use rcgen::{
 };
 use rustls::ServerConfig;
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-use support::raw_http::read_request;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -25,6 +22,8 @@ use tokio::time::timeout;
 use tokio_rustls::TlsAcceptor;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::raw_http::read_request;
 
 const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
 const BODY: &str = r#"{"from":"tls-engine","score":0.5}"#;
@@ -189,7 +188,7 @@ async fn an_engine_whose_authority_is_not_trusted_is_refused_as_a_tls_failure() 
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
     assert_eq!(engine.requests(), 0, "a request crossed an unverified TLS");
     assert_token_absent(&refusal);
-    assert_eq!(refusal.source(), Some("CHANT_BEHAVIOUR_ENGINE"));
+    assert_eq!(refusal.variable(), Some("CHANT_BEHAVIOUR_ENGINE"));
     assert!(refusal.reason().contains("TLS"), "{}", refusal.reason());
     assert!(
         refusal.reason().contains("certificate"),

@@ -1,0 +1,23 @@
+//! The integration tests of `meterwire`, as one test binary: each module
+//! proves one behaviour of the README through the public API, against
+//! engines on loopback. One binary rather than one per behaviour, because
+//! every test binary costs a link in CI.
+//!
+//! Two behaviours keep binaries of their own, because they change the whole
+//! process: `tests/memory.rs` installs a counting global allocator, and
+//! `tests/no_ambient_proxy.rs` sets process-wide proxy variables.
+
+mod support;
+
+mod chains;
+mod concealer_catches_every_form;
+mod concealer_properties;
+mod every_row_of_the_wire_table;
+mod no_redirect_is_followed;
+mod reads_are_bounded;
+mod refusals_carry_evidence;
+mod refused_before_anything_is_sent;
+mod the_probe;
+mod the_token_is_printed_nowhere;
+mod tls_is_verified;
+mod what_goes_on_the_wire;
