@@ -363,4 +363,64 @@ mod tests {
         assert!(Naming::new("acme", "STEM").is_err());
         assert!(Naming::new("A__B", "STEM").is_err());
     }
+
+    use proptest::prelude::*;
+
+    const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
+
+    #[test]
+    fn a_value_set_only_in_engine_variables_is_never_a_token() {
+        let env = Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE_ACME", TOKEN),
+            ("CHANT_BEHAVIOUR_ENGINE", TOKEN),
+            ("BEHAVIOUR_ENGINE", TOKEN),
+        ]);
+        assert!(matches!(
+            Naming::default().token_chain("acme").resolve(&env),
+            Ok(None)
+        ));
+    }
+
+    /// Names built from a few segments, weighted towards the words that make
+    /// chains collide, so the property meets the dangerous namings often.
+    fn name() -> impl Strategy<Value = String> {
+        let segment = prop_oneof![
+            Just("ENGINE".to_owned()),
+            Just("TOKEN".to_owned()),
+            Just("ACME".to_owned()),
+            Just("A".to_owned()),
+            "[A-Z][A-Z0-9]{0,3}",
+            "[0-9][A-Z0-9]{0,2}",
+        ];
+        proptest::collection::vec(segment, 1..=4).prop_map(|parts| parts.join("_"))
+    }
+
+    fn scope() -> impl Strategy<Value = String> {
+        prop_oneof![
+            name().prop_map(|s| s.to_lowercase()),
+            name(),
+            "[a-zA-Z0-9 ._-]{0,12}",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn an_accepted_naming_never_shares_a_variable_between_its_chains(
+            prefix in name(),
+            stem in name(),
+            scope in scope(),
+        ) {
+            if let Ok(naming) = Naming::new(&prefix, &stem) {
+                let addresses = naming.address_chain(&scope);
+                let tokens = naming.token_chain(&scope);
+                for variable in addresses.variables() {
+                    prop_assert!(
+                        !tokens.variables().contains(variable),
+                        "{variable} is in both chains of ({prefix}, {stem}) for scope {scope:?}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -42,6 +42,32 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_cuts_only_between_characters() {
+        for (max, kept) in [
+            (0, ""),
+            (2, "aé"),
+            (3, "aé日"),
+            (4, "aé日😀"),
+            (5, "aé日😀b"),
+            (99, "aé日😀b"),
+        ] {
+            assert_eq!(bound("aé日😀b", max), kept);
+        }
+    }
+
+    #[test]
+    fn concealing_before_bounding_leaves_no_half_token() {
+        let concealer = crate::Concealer::new(["sk-test-0123456789abcdef"]);
+        let text = "error: sk-test-0123456789abcdef was refused";
+        assert_eq!(bound(&concealer.conceal(text), 20), "error: [redacted] wa");
+        assert_eq!(
+            bound(text, 20),
+            "error: sk-test-01234",
+            "the cut a bound first would make"
+        );
+    }
+
+    #[test]
     fn control_characters_become_spaces() {
         assert_eq!(tame("a\nb\x1b[31mc\0"), "a b [31mc ");
         assert!(matches!(tame("plain"), Cow::Borrowed("plain")));

@@ -286,3 +286,110 @@ fn describe_tls(error: &rustls::Error) -> &'static str {
         _ => "the handshake with the engine failed",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Concealer;
+    use crate::address::Address;
+    use crate::config::Origin;
+
+    const ADDRESS_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";
+
+    fn site() -> Site {
+        let address = Address::parse(
+            "https://engine.example/v1/predict",
+            Origin::Variable(ADDRESS_VAR.to_owned()),
+        )
+        .expect("an address");
+        Site::new(
+            "acme",
+            address,
+            Origin::Variable("CHANT_BEHAVIOUR_TOKEN".to_owned()),
+            Concealer::new([]),
+        )
+    }
+
+    #[test]
+    fn every_failure_is_engine_unreachable_naming_what_failed() {
+        let cases = [
+            (Failure::ConnectionRefused, "connection refused", Fix::Reach),
+            (Failure::HostNotFound, "host not found", Fix::Reach),
+            (
+                Failure::Tls("the engine's certificate has expired"),
+                "has expired",
+                Fix::Reach,
+            ),
+            (Failure::ConnectionReset, "reset", Fix::Health),
+            (
+                Failure::Deadline { ms: 250 },
+                "no answer within 250 ms",
+                Fix::Health,
+            ),
+            (Failure::Connect, "connection", Fix::Reach),
+            (
+                Failure::AnswerTooLarge {
+                    cap: 1024,
+                    declared: Some(4096),
+                },
+                "1024",
+                Fix::Reach,
+            ),
+            (
+                Failure::AnswerTooLarge {
+                    cap: 2048,
+                    declared: None,
+                },
+                "2048",
+                Fix::Reach,
+            ),
+            (Failure::AnswerNotUtf8, "not utf-8", Fix::Reach),
+            (Failure::Other, "failed", Fix::Health),
+            (
+                Failure::Unserializable("its Serialize implementation refused it"),
+                "could not be serialized",
+                Fix::Request,
+            ),
+            (
+                Failure::Unsendable("the header \"te\" is one".to_owned()),
+                "nothing was sent",
+                Fix::Request,
+            ),
+        ];
+        for (failure, says, fix) in cases {
+            assert_eq!(failure.fix(), fix, "{failure:?}");
+            let refusal = refusal_for_failure(&site(), &failure);
+            assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{failure:?}");
+            assert_eq!(refusal.variable(), Some(ADDRESS_VAR), "{failure:?}");
+            assert_eq!(refusal.status(), None, "{failure:?}");
+            let reason = refusal.reason();
+            assert!(
+                reason.to_lowercase().contains(says),
+                "{failure:?}: {reason:?}"
+            );
+            assert!(reason.contains("scope \"acme\""), "{reason:?}");
+            assert!(
+                reason.contains("https://engine.example/v1/predict"),
+                "{reason:?}"
+            );
+            let remedy = refusal.remedy();
+            assert!(remedy.contains(ADDRESS_VAR), "{failure:?}: {remedy:?}");
+            match fix {
+                Fix::Health => assert!(remedy.starts_with("try again later"), "{remedy}"),
+                Fix::Request => assert!(!remedy.contains("reachable"), "{remedy}"),
+                Fix::Reach | Fix::Path => {}
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_failure_before_the_request_left_is_not_sent() {
+        assert_eq!(Failure::ConnectionRefused.outcome(), Outcome::NotSent);
+        assert_eq!(Failure::HostNotFound.outcome(), Outcome::NotSent);
+        assert_eq!(Failure::Connect.outcome(), Outcome::NotSent);
+        assert_eq!(Failure::ConnectionReset.outcome(), Outcome::Lost);
+        assert_eq!(Failure::Other.outcome(), Outcome::Lost);
+        assert_eq!(Failure::Tls("x").outcome(), Outcome::Final);
+        assert_eq!(Failure::Deadline { ms: 1 }.outcome(), Outcome::Final);
+    }
+}

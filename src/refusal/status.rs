@@ -322,10 +322,18 @@ pub(crate) fn seconds_phrase(delay: Duration) -> String {
 }
 
 /// A `location` as a reason shows it: the host (and port) of an absolute
-/// URL, or "a path on the same host".
+/// URL, or "a path on the same host". Concealed before it is parsed: a URL
+/// parser lower-cases and percent-decodes a host, which would turn a token
+/// in it into text the concealer no longer knows.
 fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
-    let text = String::from_utf8_lossy(location);
-    match url::Url::parse(text.trim()) {
+    let text = concealer
+        .conceal(&String::from_utf8_lossy(location))
+        .into_owned();
+    let parsed = url::Url::parse(text.trim());
+    if parsed.is_err() && text.contains(crate::REDACTED) {
+        return format!("an address that held a secret ({})", crate::REDACTED);
+    }
+    match parsed {
         Ok(url) => match url.host_str() {
             Some(host) => {
                 let host = match url.port() {
@@ -375,7 +383,7 @@ mod tests {
     #[test]
     fn every_status_becomes_what_the_table_says() {
         for status in 100..=599u16 {
-            let found = refusal(status, "");
+            let found = refusal(status, "the engine's words");
             let Some(found) = found else {
                 assert!((200..300).contains(&status), "{status} gave no refusal");
                 continue;
@@ -399,6 +407,14 @@ mod tests {
             );
             assert!(found.reason().contains("scope \"acme\""), "{status}");
             assert!(found.remedy().contains("CHANT_BEHAVIOUR_"), "{status}");
+            let reason = found.reason();
+            assert!(
+                reason.contains("https://engine.example/v1/predict"),
+                "{reason}"
+            );
+            assert!(reason.contains("CHANT_BEHAVIOUR_ENGINE"), "{reason}");
+            assert!(reason.contains("the engine's words"), "{reason}");
+            assert!(reason.chars().count() < 1000);
         }
     }
 
@@ -427,6 +443,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_token_in_a_redirects_host_is_concealed_before_the_host_is_read() {
+        let mut headers = HeaderMap::new();
+        let location = format!("https://{TOKEN}.example/next");
+        headers.insert(LOCATION, location.parse().expect("a header value"));
+        let found =
+            refusal_for_status(&site(), 302, &headers, b"", SystemTime::now()).expect("a refusal");
+        let shown = found.report().to_json();
+        assert!(!shown.contains(TOKEN), "{shown}");
+        assert!(!shown.contains(&TOKEN.to_lowercase()), "{shown}");
+        assert!(
+            found
+                .reason()
+                .contains("a redirect to an address that held a secret ([redacted])")
+        );
     }
 
     #[test]

@@ -53,7 +53,10 @@ async fn a_hinted_429_holds_every_clone_and_a_held_send_is_not_sent() {
     assert_eq!(held.attempts(), 0);
     assert_eq!(held.variable(), Some(ADDRESS_VAR));
     let left = held.retry_after().expect("the time left");
-    assert!(left <= Duration::from_millis(800) && left > Duration::ZERO, "{left:?}");
+    assert!(
+        left <= Duration::from_millis(800) && left > Duration::ZERO,
+        "{left:?}"
+    );
     assert!(held.reason().contains("was not sent"), "{}", held.reason());
     assert!(held.reason().contains("by HTTP 429"), "{}", held.reason());
     assert!(held.remedy().contains("wait"), "{}", held.remedy());
@@ -102,7 +105,11 @@ async fn with_a_policy_that_covers_it_a_held_send_waits_then_sends() {
     first.expect("answered after the hint");
     second.expect("answered after the window");
     assert!(started.elapsed() >= Duration::from_millis(600));
-    assert_eq!(count(&server).await, 3, "the 503, then one request per send");
+    assert_eq!(
+        count(&server).await,
+        3,
+        "the 503, then one request per send"
+    );
 }
 
 #[tokio::test]
@@ -117,7 +124,11 @@ async fn an_answer_saying_nothing_is_left_holds_the_next_send() {
     transport.send("{}").await.expect("an answer");
     let held = transport.send("{}").await.expect_err("held");
     assert_eq!(held.cause(), Cause::EngineOverQuota);
-    assert!(held.reason().contains("rate-limit fields"), "{}", held.reason());
+    assert!(
+        held.reason().contains("rate-limit fields"),
+        "{}",
+        held.reason()
+    );
     assert_eq!(count(&server).await, 1);
 }
 
@@ -157,7 +168,11 @@ async fn a_hold_does_not_serialize_sends_that_are_not_held() {
         send.await.expect("joined").expect("an answer");
     }
     // Serialized, 16 sends would take 4.8 s.
-    assert!(started.elapsed() < Duration::from_millis(2400), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(2400),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -170,10 +185,18 @@ async fn the_latch_repeats_a_402_or_401_without_sending() {
             .expect("builds");
         let first = transport.send("{}").await.expect_err("refused");
         let latched = transport.clone().send("{}").await.expect_err("latched");
-        assert_eq!(count(&server).await, 1, "{status}: the latched send reached the engine");
+        assert_eq!(
+            count(&server).await,
+            1,
+            "{status}: the latched send reached the engine"
+        );
         assert_eq!(latched.cause(), first.cause());
         assert_eq!(latched.attempts(), 0);
-        assert!(latched.reason().contains("was not sent"), "{}", latched.reason());
+        assert!(
+            latched.reason().contains("was not sent"),
+            "{}",
+            latched.reason()
+        );
         assert!(latched.reason().contains(&format!("HTTP {status}")));
         assert_refusal_shape(&latched);
     }

@@ -71,7 +71,11 @@ async fn without_a_policy_nothing_is_retried() {
     let refusal = transport.send("{}").await.expect_err("503");
     assert_eq!(refusal.attempts(), 1);
     assert_eq!(received(&server).await.len(), 1);
-    assert_eq!(keys(&received(&server).await), [""], "no key without a policy");
+    assert_eq!(
+        keys(&received(&server).await),
+        [""],
+        "no key without a policy"
+    );
 }
 
 #[tokio::test]
@@ -97,11 +101,23 @@ async fn a_hinted_429_or_503_is_retried_after_exactly_the_hint_and_not_sooner() 
         (429, "retry-after", "1", Duration::from_secs(1)),
         (503, "retry-after-ms", "300", Duration::from_millis(300)),
     ] {
-        let server = engine(ResponseTemplate::new(status).insert_header(header, value), 1, 2).await;
+        let server = engine(
+            ResponseTemplate::new(status).insert_header(header, value),
+            1,
+            2,
+        )
+        .await;
         let transport = with(&server.uri(), RetryPolicy::new().idempotency_keys(false));
         let started = Instant::now();
-        let answer = transport.send("{}").await.expect("the second attempt answers");
-        assert!(started.elapsed() >= at_least, "{status}: {:?}", started.elapsed());
+        let answer = transport
+            .send("{}")
+            .await
+            .expect("the second attempt answers");
+        assert!(
+            started.elapsed() >= at_least,
+            "{status}: {:?}",
+            started.elapsed()
+        );
         assert_eq!(answer.attempts(), 2, "{status}");
         assert_eq!(received(&server).await.len(), 2, "{status}");
     }
@@ -118,14 +134,26 @@ async fn a_failure_after_sending_is_retried_only_with_a_key() {
 
         let keyed = engine(ResponseTemplate::new(status), 2, 3).await;
         let transport = with(&keyed.uri(), RetryPolicy::new());
-        let answer = transport.send(r#"{"q":1}"#).await.expect("the third attempt answers");
+        let answer = transport
+            .send(r#"{"q":1}"#)
+            .await
+            .expect("the third attempt answers");
         assert_eq!(answer.attempts(), 3, "{status}");
         let requests = received(&keyed).await;
         assert_eq!(requests.len(), 3, "{status} with a key");
         let keys = keys(&requests);
-        assert!(keys[0].starts_with('"') && keys[0].ends_with('"') && keys[0].len() == 38, "{keys:?}");
-        assert!(keys.iter().all(|key| *key == keys[0]), "one key for every attempt: {keys:?}");
-        assert!(requests.iter().all(|r| r.body == br#"{"q":1}"#), "the same bytes");
+        assert!(
+            keys[0].starts_with('"') && keys[0].ends_with('"') && keys[0].len() == 38,
+            "{keys:?}"
+        );
+        assert!(
+            keys.iter().all(|key| *key == keys[0]),
+            "one key for every attempt: {keys:?}"
+        );
+        assert!(
+            requests.iter().all(|r| r.body == br#"{"q":1}"#),
+            "the same bytes"
+        );
     }
 }
 
@@ -140,7 +168,10 @@ async fn a_key_given_to_the_call_makes_the_retry_safe_and_is_the_one_sent() {
         .await
         .expect("retried with the caller's key");
     assert_eq!(answer.attempts(), 2);
-    assert_eq!(keys(&received(&server).await), ["\"order-7\"", "\"order-7\""]);
+    assert_eq!(
+        keys(&received(&server).await),
+        ["\"order-7\"", "\"order-7\""]
+    );
 }
 
 /// An engine that reads each request and closes the connection without an
@@ -153,7 +184,9 @@ async fn resetting_engine() -> (String, Arc<AtomicUsize>) {
     tokio::spawn(async move {
         // Bounded: the tests make at most a few requests each.
         for _ in 0..16 {
-            let Ok((mut stream, _)) = listener.accept().await else { return };
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
             if read_request(&mut stream).await.is_some() {
                 counted.fetch_add(1, Ordering::SeqCst);
             }
@@ -171,26 +204,50 @@ async fn a_reset_after_the_request_was_sent_is_retried_only_with_a_key() {
         .await
         .expect_err("reset");
     assert_eq!(refusal.attempts(), 1);
-    assert_eq!(count.load(Ordering::SeqCst), 1, "sent once, not retried without a key");
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        1,
+        "sent once, not retried without a key"
+    );
 
     let (address, count) = resetting_engine().await;
-    let refusal = with(&address, RetryPolicy::new()).send("{}").await.expect_err("reset");
+    let refusal = with(&address, RetryPolicy::new())
+        .send("{}")
+        .await
+        .expect_err("reset");
     assert_eq!(refusal.attempts(), 3);
     assert_eq!(count.load(Ordering::SeqCst), 3);
-    assert!(refusal.reason().contains("after 3 attempts"), "{}", refusal.reason());
-    assert!(refusal.reason().contains("with idempotency key \""), "{}", refusal.reason());
+    assert!(
+        refusal.reason().contains("after 3 attempts"),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.reason().contains("with idempotency key \""),
+        "{}",
+        refusal.reason()
+    );
 }
 
 #[tokio::test]
 async fn a_hint_longer_than_max_wait_is_a_refusal_at_once() {
-    let server = engine(ResponseTemplate::new(429).insert_header("retry-after", "1"), 5, 1).await;
+    let server = engine(
+        ResponseTemplate::new(429).insert_header("retry-after", "1"),
+        5,
+        1,
+    )
+    .await;
     let transport = with(
         &server.uri(),
         RetryPolicy::new().max_wait(Duration::from_millis(500)),
     );
     let started = Instant::now();
     let refusal = transport.send("{}").await.expect_err("not waited for");
-    assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(refusal.cause(), Cause::EngineOverQuota);
     assert_eq!(refusal.retry_after(), Some(Duration::from_secs(1)));
     assert_eq!(refusal.attempts(), 1);
@@ -199,15 +256,27 @@ async fn a_hint_longer_than_max_wait_is_a_refusal_at_once() {
 
 #[tokio::test]
 async fn no_wait_is_started_that_would_end_past_the_deadline() {
-    let server = engine(ResponseTemplate::new(503).insert_header("retry-after", "1"), 5, 1).await;
+    let server = engine(
+        ResponseTemplate::new(503).insert_header("retry-after", "1"),
+        5,
+        1,
+    )
+    .await;
     let transport = builder_for(&server.uri(), SCOPE)
         .retries(RetryPolicy::new())
         .deadline(Duration::from_millis(600))
         .build()
         .expect("builds");
     let started = Instant::now();
-    let refusal = transport.send("{}").await.expect_err("the hint is past the deadline");
-    assert!(started.elapsed() < Duration::from_millis(600), "{:?}", started.elapsed());
+    let refusal = transport
+        .send("{}")
+        .await
+        .expect_err("the hint is past the deadline");
+    assert!(
+        started.elapsed() < Duration::from_millis(600),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(refusal.retry_after(), Some(Duration::from_secs(1)));
     assert_eq!(received(&server).await.len(), 1);
 
@@ -219,7 +288,10 @@ async fn no_wait_is_started_that_would_end_past_the_deadline() {
         .build()
         .expect("builds");
     let started = Instant::now();
-    let refusal = transport.send("{}").await.expect_err("500 until the deadline");
+    let refusal = transport
+        .send("{}")
+        .await
+        .expect_err("500 until the deadline");
     let elapsed = started.elapsed();
     assert!(elapsed <= Duration::from_millis(750), "{elapsed:?}");
     let sent = received(&server).await.len();

@@ -526,3 +526,24 @@ fn a_cause_reads_and_writes_its_kebab_case_name() {
     assert!("EngineOverQuota".parse::<Cause>().is_err());
     assert!("".parse::<Cause>().is_err());
 }
+
+/// `HttpTransport::send` takes anything that becomes `Bytes`; the trait takes
+/// `Bytes`. Both put the same bytes on the wire.
+#[tokio::test]
+async fn the_inherent_and_trait_sends_put_the_same_bytes_on_the_wire() {
+    let engine = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_string(r#"{"a":1}"#))
+        .respond_with(answering(200))
+        .expect(2)
+        .mount(&engine)
+        .await;
+    let transport = transport_for(&engine.uri(), SCOPE);
+    transport
+        .send(String::from(r#"{"a":1}"#))
+        .await
+        .expect("answered");
+    Transport::send(&transport, Bytes::from_static(br#"{"a":1}"#))
+        .await
+        .expect("answered");
+}

@@ -532,9 +532,10 @@ async fn json_for_an_answer_is_one_document_of_the_answer_shape() {
     let object = doc.as_object().expect("an object");
     let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["answer", "elapsedMs", "status"]);
+    assert_eq!(keys, ["answer", "attempts", "elapsedMs", "status"]);
     assert_eq!(doc["answer"], r#"{"score":0.5}"#);
     assert_eq!(doc["status"], 200);
+    assert_eq!(doc["attempts"], 1);
     assert!(doc["elapsedMs"].is_u64(), "{doc}");
 }
 
