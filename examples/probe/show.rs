@@ -156,7 +156,7 @@ pub fn clock_after(now: SystemTime, delay: Duration) -> String {
 pub fn meaning(cause: Cause) -> &'static str {
     match cause {
         Cause::NoEngine => "set a variable",
-        Cause::EngineUnreachable => "check the address",
+        Cause::EngineUnreachable => "the engine did not answer; see the remedy",
         Cause::EngineOutOfCredit => "fund the account",
         Cause::EngineOverQuota => "wait for the window",
     }

@@ -173,7 +173,7 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
         Refusal::new(
             Cause::EngineOverQuota,
             format!(
-                "{} was not sent to: at {} the engine asked, by {}, to wait {} before sending again, and {} of that window is left; the account billed through {} is held until then",
+                "{}: the send was held, not sent: at {} the engine asked, by {}, to wait {} before sending again, and {} of that window is left; the account billed through {} is held until then",
                 site.at(),
                 httpdate::fmt_http_date(hold.asked_at),
                 hold.why,
@@ -200,7 +200,7 @@ pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
     let mut refusal = Refusal::new(
         original.cause(),
         format!(
-            "{} was not sent to: at {} the engine answered{}, and sends are latched for {} more; what it said then: {}",
+            "{}: the send was latched, not sent: at {} the engine answered{}, and sends are latched for {} more; what it said then: {}",
             site.at(),
             httpdate::fmt_http_date(latched.at),
             original
