@@ -15,6 +15,41 @@ pub(crate) fn bound(text: &str, max_chars: usize) -> &str {
     }
 }
 
+/// `text` cut to at most `max_chars` characters, never inside an escape
+/// sequence: a cut `\u00`, `%4` or `&#65` is read by lenient decoders as a
+/// different character than the whole escape was, which could complete a
+/// secret the concealer saw no trace of. An escape the cut would break is
+/// dropped whole. Every bound on concealed outside text is this one.
+pub(crate) fn bound_whole(text: &str, max_chars: usize) -> &str {
+    let kept = bound(text, max_chars);
+    if kept.len() == text.len() {
+        return kept;
+    }
+    let bytes = kept.as_bytes();
+    // The longest escape: an HTML reference name of 32 characters, `&`
+    // and `;` around it.
+    let from = bytes.len().saturating_sub(34);
+    for at in from..bytes.len() {
+        let rest = &bytes[at..];
+        let broken = match rest[0] {
+            b'\\' => match rest.get(1) {
+                None => true,
+                Some(b'u') => rest.len() < 6,
+                Some(b'x') => rest.len() < 4,
+                Some(_) => false,
+            },
+            b'%' => rest.len() < 3,
+            b'&' => !rest.contains(&b';') && rest[1..].iter().all(|b| b.is_ascii_alphanumeric() || *b == b'#'),
+            _ => false,
+        };
+        if broken {
+            // `at` is an ASCII byte, so a character boundary.
+            return &kept[..at];
+        }
+    }
+    kept
+}
+
 /// `text` with every control character (line breaks, escapes, NUL) turned
 /// into a space.
 pub(crate) fn tame(text: &str) -> Cow<'_, str> {
@@ -65,6 +100,27 @@ mod tests {
             "error: sk-test-01234",
             "the cut a bound first would make"
         );
+    }
+
+    #[test]
+    fn a_whole_bound_never_cuts_inside_an_escape() {
+        for (text, max, kept) in [
+            ("abc&#655;def", 7, "abc"),
+            ("abc&#655;def", 9, "abc&#655;"),
+            ("abc&amp;def", 6, "abc"),
+            ("abc\\u0041def", 7, "abc"),
+            ("abc\\u0041def", 9, "abc\\u0041"),
+            ("abc\\x41def", 5, "abc"),
+            ("abc%41def", 5, "abc"),
+            ("abc%41def", 6, "abc%41"),
+            ("abc\\", 4, "abc\\"),
+            ("abc\\ndef", 4, "abc"),
+            ("a & b and more", 4, "a & "),
+            ("plain text here", 5, "plain"),
+            ("short", 99, "short"),
+        ] {
+            assert_eq!(bound_whole(text, max), kept, "{text:?} at {max}");
+        }
     }
 
     #[test]

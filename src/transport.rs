@@ -884,8 +884,13 @@ impl HttpTransport {
         };
 
         let status = response.status().as_u16();
+        // Concealed as they enter: everything read from the headers (a
+        // retry delay, a request id, a challenge, a redirect's host,
+        // rate-limit figures) is read from these, so no parser can cut a
+        // token in half, fold its case, or turn a digits-only token into a
+        // number.
+        let headers = at_the_door(response.headers(), &self.inner.concealer);
         if !response.status().is_success() {
-            let headers = response.headers().clone();
             let head = read_head(response, deadline).await;
             self.inner.meter.received(head.len());
             let refusal =
@@ -902,10 +907,10 @@ impl HttpTransport {
                 declared: Some(declared),
             }));
         }
-        let request_id = request_id(response.headers())
+        let request_id = request_id(&headers)
             .map(|id| engine_value(id, &self.inner.concealer, REQUEST_ID_LIMIT))
             .filter(|id| !id.is_empty());
-        let exhausted = crate::limits::exhausted(response.headers());
+        let exhausted = crate::limits::exhausted(&headers);
         let body = read_capped(response, cap, deadline, ms, &self.inner.meter)
             .await
             .map_err(failed)?;
@@ -921,6 +926,27 @@ impl HttpTransport {
             exhausted,
         })
     }
+}
+
+/// The engine's headers with every value concealed. A value the concealer
+/// changed keeps its `[redacted]` (still a valid header value), so a parser
+/// that reads it finds no number and no token.
+fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
+    let mut concealed = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let text = String::from_utf8_lossy(value.as_bytes());
+        let value = match concealer.conceal(&text) {
+            std::borrow::Cow::Borrowed(_) => value.clone(),
+            std::borrow::Cow::Owned(text) => match HeaderValue::from_bytes(text.as_bytes()) {
+                Ok(value) => value,
+                // Only a value that was not text can fail here; it held a
+                // secret, so it is dropped rather than kept raw.
+                Err(_) => HeaderValue::from_static(crate::REDACTED),
+            },
+        };
+        concealed.append(name.clone(), value);
+    }
+    concealed
 }
 
 /// How far a send got, for the meter.

@@ -58,7 +58,7 @@ pub(crate) fn bad_address(scope: &str, error: &AddressError, concealer: &Conceal
             "carries userinfo (user:password@), which would put a second credential on the wire next to the token".to_owned(),
             format!(
                 "the address of the engine at {} without the user:password@ part",
-                crate::text::bound(&concealer.conceal(host), 200)
+                crate::text::bound_whole(&concealer.conceal(host), 200)
             ),
         ),
     };

@@ -5,7 +5,7 @@
 
 use crate::address::Address;
 use crate::config::Origin;
-use crate::text::bound;
+use crate::text::{bound, bound_whole};
 use crate::{Concealer, Refusal};
 
 /// Every reason stays under this many characters, whatever the engine sends.
@@ -63,7 +63,7 @@ impl Site {
 
     /// The host (and port) as a remedy names it, concealed.
     pub(crate) fn host(&self) -> String {
-        bound(&self.concealer.conceal(&self.address.host()), ADDRESS_LIMIT).to_owned()
+        bound_whole(&self.concealer.conceal(&self.address.host()), ADDRESS_LIMIT).to_owned()
     }
 
     /// The report's `source` for a refusal about the address.
@@ -85,13 +85,13 @@ impl Site {
 /// The last pass over a refusal: conceal every string once more, then
 /// bound it, so no bound can cut a token the concealer has not seen.
 pub(crate) fn seal(concealer: &Concealer, refusal: Refusal) -> Refusal {
-    refusal.map_text(|text| bound(&concealer.conceal(text), REASON_LIMIT).to_owned())
+    refusal.map_text(|text| bound_whole(&concealer.conceal(text), REASON_LIMIT).to_owned())
 }
 
 /// An address, already redacted, as a reason quotes it: concealed first
 /// (a token can sit in its path), then bounded.
 pub(crate) fn shown_address(redacted: &str, concealer: &Concealer) -> String {
-    bound(&concealer.conceal(redacted), ADDRESS_LIMIT).to_owned()
+    bound_whole(&concealer.conceal(redacted), ADDRESS_LIMIT).to_owned()
 }
 
 /// `scope "acme"`.

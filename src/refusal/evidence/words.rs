@@ -11,7 +11,7 @@
 
 use crate::Concealer;
 use crate::conceal::escapes::decode_char_refs;
-use crate::text::{bound, tame};
+use crate::text::{bound_whole, tame};
 
 /// How much of an error body is ever read: enough for any error message,
 /// far less than a page that should never have been sent.
@@ -37,7 +37,7 @@ pub(crate) fn engine_value(value: &[u8], concealer: &Concealer, limit: usize) ->
     let text = String::from_utf8_lossy(value);
     let text = tame(&text);
     let scrubbed = concealer.scrub(&text);
-    bound(scrubbed.trim(), limit).trim_end().to_owned()
+    bound_whole(scrubbed.trim(), limit).trim_end().to_owned()
 }
 
 fn first_line(text: &str) -> &str {

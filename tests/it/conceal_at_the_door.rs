@@ -1,0 +1,145 @@
+//! CONTRACT §5 "Conceal at the door": whatever the engine sends is concealed
+//! as it enters, and everything the crate derives from engine text (a retry
+//! delay, a redirect's host, a challenge's parameters, the engine's words)
+//! is derived from concealed text. Each test is a path by which a token once
+//! got through a parser, a cut or a reshaping, through `send` against a
+//! loopback engine.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use meterwire::{Cause, Env, HttpTransport, REDACTED, Refusal};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR};
+
+async fn refusal_with(token: &str, response: ResponseTemplate) -> Refusal {
+    let engine = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(response)
+        .expect(1)
+        .mount(&engine)
+        .await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([(ADDRESS_VAR, engine.uri().as_str()), (TOKEN_VAR, token)]))
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect_err("refused")
+}
+
+fn shown(refusal: &Refusal) -> String {
+    format!("{}\n{}\n{refusal:?}", refusal.report().to_json(), refusal)
+}
+
+#[tokio::test]
+async fn a_digits_only_token_in_a_retry_hint_is_never_a_delay() {
+    let token = "83920174650193";
+    let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+    assert!(hex.bytes().all(|b| b.is_ascii_digit()), "the token's hex is digits too");
+    for (header, value) in [
+        ("retry-after", token.to_owned()),
+        ("retry-after-ms", token.to_owned()),
+        ("ratelimit", format!("\"default\";r=0;t={token}")),
+        ("ratelimit-reset", token.to_owned()),
+        ("retry-after", hex.clone()),
+    ] {
+        let refusal =
+            refusal_with(token, ResponseTemplate::new(429).insert_header(header, value.as_str())).await;
+        assert_eq!(refusal.cause(), Cause::EngineOverQuota);
+        assert_eq!(refusal.retry_after(), None, "{header}: {value} became a number");
+        let text = shown(&refusal);
+        assert!(!text.contains(token) && !text.contains(&hex), "{header}: {text}");
+        assert!(!text.contains("retryAfter"), "{text}");
+        if header == "retry-after" {
+            assert!(refusal.reason().contains(&format!("retry after {REDACTED}")), "{}", refusal.reason());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_token_holding_a_less_than_sign_is_not_cut_by_the_html_reader() {
+    let token = "mw-ab<cd-9f3k2Q7";
+    for page in [
+        format!("<html><body><p>bad token {token} rejected</p></body></html>"),
+        format!("<!DOCTYPE html><html><head><title>bad token {token} rejected</title></head></html>"),
+    ] {
+        let refusal = refusal_with(
+            token,
+            ResponseTemplate::new(403).set_body_raw(page, "text/html"),
+        )
+        .await;
+        assert!(
+            refusal.reason().contains(&format!("\"bad token {REDACTED} rejected\"")),
+            "{}",
+            refusal.reason()
+        );
+        assert!(!shown(&refusal).contains("mw-ab"), "{}", shown(&refusal));
+    }
+}
+
+#[tokio::test]
+async fn a_token_in_a_redirects_host_is_not_lower_cased_into_the_reason() {
+    let refusal = refusal_with(
+        TOKEN,
+        ResponseTemplate::new(302)
+            .insert_header("location", format!("https://{TOKEN}.example/next").as_str()),
+    )
+    .await;
+    let text = shown(&refusal);
+    assert!(!text.contains(&TOKEN.to_lowercase()), "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+    assert!(refusal.reason().contains(REDACTED), "{}", refusal.reason());
+}
+
+#[tokio::test]
+async fn an_unquoted_challenge_parameter_is_not_cut_before_it_is_concealed() {
+    // A token with the characters that end an unquoted parameter, and one
+    // whose base64 ends in padding.
+    for token in ["mw-long-prefix-7Qx,9z-Ab", "mw-long-prefix-7Qx=9z-Ab"] {
+        let challenge = format!("Bearer error=invalid_token, error_description={token}");
+        let refusal = refusal_with(
+            token,
+            ResponseTemplate::new(401).insert_header("www-authenticate", challenge.as_str()),
+        )
+        .await;
+        let text = shown(&refusal);
+        assert!(!text.contains("mw-long-prefix"), "{text}");
+        assert!(refusal.reason().contains(REDACTED), "{}", refusal.reason());
+    }
+
+    let token = "mw-padded-token-0123456";
+    let encoded = STANDARD.encode(token);
+    assert!(encoded.ends_with('='), "{encoded}");
+    let challenge = format!("Bearer error=invalid_token, error_description={encoded}");
+    let refusal = refusal_with(
+        token,
+        ResponseTemplate::new(401).insert_header("www-authenticate", challenge.as_str()),
+    )
+    .await;
+    let text = shown(&refusal);
+    let core = encoded.trim_end_matches('=');
+    assert!(!text.contains(&core[..core.len() - 2]), "{text}");
+    assert!(refusal.reason().contains(REDACTED), "{}", refusal.reason());
+}
+
+#[tokio::test]
+async fn no_bound_cuts_inside_an_escape() {
+    for escape in ["&#655;", "\\u00e9", "%41", "&amp;"] {
+        for pad in 194..200 {
+            let body = format!("{}{escape} and more words after it", "x".repeat(pad));
+            let refusal = refusal_with(TOKEN, ResponseTemplate::new(500).set_body_string(body)).await;
+            let reason = refusal.reason();
+            let said = reason
+                .split("the engine said: \"")
+                .nth(1)
+                .expect("the engine's words")
+                .trim_end_matches('"');
+            for cut in 1..escape.len() {
+                assert!(
+                    !said.ends_with(&escape[..cut]),
+                    "{escape} at {pad}: the words end in a cut escape: {said:?}"
+                );
+            }
+        }
+    }
+}
