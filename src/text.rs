@@ -39,7 +39,12 @@ pub(crate) fn bound_whole(text: &str, max_chars: usize) -> &str {
                 Some(_) => false,
             },
             b'%' => rest.len() < 3,
-            b'&' => !rest.contains(&b';') && rest[1..].iter().all(|b| b.is_ascii_alphanumeric() || *b == b'#'),
+            b'&' => {
+                !rest.contains(&b';')
+                    && rest[1..]
+                        .iter()
+                        .all(|b| b.is_ascii_alphanumeric() || *b == b'#')
+            }
             _ => false,
         };
         if broken {

@@ -21,7 +21,10 @@ async fn refusal_with(token: &str, response: ResponseTemplate) -> Refusal {
         .mount(&engine)
         .await;
     let transport = HttpTransport::builder(SCOPE)
-        .env(Env::from_pairs([(ADDRESS_VAR, engine.uri().as_str()), (TOKEN_VAR, token)]))
+        .env(Env::from_pairs([
+            (ADDRESS_VAR, engine.uri().as_str()),
+            (TOKEN_VAR, token),
+        ]))
         .build()
         .expect("builds");
     transport.send("{}").await.expect_err("refused")
@@ -35,7 +38,10 @@ fn shown(refusal: &Refusal) -> String {
 async fn a_digits_only_token_in_a_retry_hint_is_never_a_delay() {
     let token = "83920174650193";
     let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
-    assert!(hex.bytes().all(|b| b.is_ascii_digit()), "the token's hex is digits too");
+    assert!(
+        hex.bytes().all(|b| b.is_ascii_digit()),
+        "the token's hex is digits too"
+    );
     for (header, value) in [
         ("retry-after", token.to_owned()),
         ("retry-after-ms", token.to_owned()),
@@ -43,15 +49,31 @@ async fn a_digits_only_token_in_a_retry_hint_is_never_a_delay() {
         ("ratelimit-reset", token.to_owned()),
         ("retry-after", hex.clone()),
     ] {
-        let refusal =
-            refusal_with(token, ResponseTemplate::new(429).insert_header(header, value.as_str())).await;
+        let refusal = refusal_with(
+            token,
+            ResponseTemplate::new(429).insert_header(header, value.as_str()),
+        )
+        .await;
         assert_eq!(refusal.cause(), Cause::EngineOverQuota);
-        assert_eq!(refusal.retry_after(), None, "{header}: {value} became a number");
+        assert_eq!(
+            refusal.retry_after(),
+            None,
+            "{header}: {value} became a number"
+        );
         let text = shown(&refusal);
-        assert!(!text.contains(token) && !text.contains(&hex), "{header}: {text}");
+        assert!(
+            !text.contains(token) && !text.contains(&hex),
+            "{header}: {text}"
+        );
         assert!(!text.contains("retryAfter"), "{text}");
         if header == "retry-after" {
-            assert!(refusal.reason().contains(&format!("retry after {REDACTED}")), "{}", refusal.reason());
+            assert!(
+                refusal
+                    .reason()
+                    .contains(&format!("retry after {REDACTED}")),
+                "{}",
+                refusal.reason()
+            );
         }
     }
 }
@@ -61,7 +83,9 @@ async fn a_token_holding_a_less_than_sign_is_not_cut_by_the_html_reader() {
     let token = "mw-ab<cd-9f3k2Q7";
     for page in [
         format!("<html><body><p>bad token {token} rejected</p></body></html>"),
-        format!("<!DOCTYPE html><html><head><title>bad token {token} rejected</title></head></html>"),
+        format!(
+            "<!DOCTYPE html><html><head><title>bad token {token} rejected</title></head></html>"
+        ),
     ] {
         let refusal = refusal_with(
             token,
@@ -69,7 +93,9 @@ async fn a_token_holding_a_less_than_sign_is_not_cut_by_the_html_reader() {
         )
         .await;
         assert!(
-            refusal.reason().contains(&format!("\"bad token {REDACTED} rejected\"")),
+            refusal
+                .reason()
+                .contains(&format!("\"bad token {REDACTED} rejected\"")),
             "{}",
             refusal.reason()
         );
@@ -127,7 +153,8 @@ async fn no_bound_cuts_inside_an_escape() {
     for escape in ["&#655;", "\\u00e9", "%41", "&amp;"] {
         for pad in 194..200 {
             let body = format!("{}{escape} and more words after it", "x".repeat(pad));
-            let refusal = refusal_with(TOKEN, ResponseTemplate::new(500).set_body_string(body)).await;
+            let refusal =
+                refusal_with(TOKEN, ResponseTemplate::new(500).set_body_string(body)).await;
             let reason = refusal.reason();
             let said = reason
                 .split("the engine said: \"")
@@ -141,5 +168,105 @@ async fn no_bound_cuts_inside_an_escape() {
                 );
             }
         }
+    }
+}
+
+/// Random tokens over the whole visible-ASCII alphabet (and digits-only
+/// ones), echoed in a random form into every header the crate reads and
+/// into JSON, HTML and plain bodies at random offsets, across the bounds of
+/// the engine's words (200 characters) and of a reason (999): no output
+/// holds any form of the token, and no number is read from it.
+#[test]
+fn random_tokens_echoed_anywhere_come_out_nowhere() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    use reqwest::header::HeaderValue;
+
+    use crate::support::forms::{assert_no_form, forms};
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let engine = runtime.block_on(MockServer::start());
+    let token = prop_oneof!["[!-~]{8,28}", "[0-9]{8,16}", "[a-zA-Z0-9<,=\"\\\\%&]{8,20}",];
+    let status = prop::sample::select(vec![200u16, 302, 401, 402, 403, 429, 500, 503]);
+    let strategy = (
+        token,
+        status,
+        any::<prop::sample::Index>(),
+        0usize..1100,
+        0usize..3,
+    );
+    let mut runner = TestRunner::new(Config::with_cases(64));
+    let result = runner.run(&strategy, |(token, status, pick, offset, shape)| {
+        let all = forms(&token);
+        let (form_name, echo) = all[pick.index(all.len())].clone();
+        let filler = "lorem ipsum dolor sit amet ".repeat(offset / 27 + 1);
+        let filler = &filler[..offset];
+        let body = match shape {
+            0 => {
+                serde_json::json!({"error": {"message": format!("{filler}{echo} end")}}).to_string()
+            }
+            1 => format!("<html><body><p>{filler}{echo} end</p></body></html>"),
+            _ => format!("{filler}{echo} end"),
+        };
+        let mut response = ResponseTemplate::new(status).set_body_string(body);
+        for (name, value) in [
+            ("x-request-id", echo.clone()),
+            ("request-id", echo.clone()),
+            ("retry-after", echo.clone()),
+            ("retry-after-ms", echo.clone()),
+            ("ratelimit", format!("\"default\";r=0;t={echo}")),
+            ("x-ratelimit-remaining-requests", "0".to_owned()),
+            ("x-ratelimit-reset-requests", echo.clone()),
+            (
+                "www-authenticate",
+                format!(
+                    "Bearer error=invalid_token, error_description={echo}, scope=\"{}\"",
+                    echo.replace(['"', '\\'], "")
+                ),
+            ),
+            ("location", format!("https://{echo}.example/{echo}")),
+        ] {
+            if HeaderValue::from_str(&value).is_ok() {
+                response = response.insert_header(name, value.as_str());
+            }
+        }
+        let outcome = runtime.block_on(async {
+            engine.reset().await;
+            Mock::given(method("POST"))
+                .respond_with(response)
+                .mount(&engine)
+                .await;
+            let transport = HttpTransport::builder(SCOPE)
+                .env(Env::from_pairs([
+                    (ADDRESS_VAR, engine.uri().as_str()),
+                    (TOKEN_VAR, token.as_str()),
+                ]))
+                .respect_limits(false)
+                .build()
+                .expect("builds");
+            transport.send("{}").await
+        });
+        let context = format!("HTTP {status}, {form_name}, offset {offset}, shape {shape}");
+        match outcome {
+            Ok(answer) => {
+                assert_no_form(&token, &context, answer.text());
+                if let Some(id) = answer.request_id() {
+                    assert_no_form(&token, &context, id);
+                }
+            }
+            Err(refusal) => {
+                assert_no_form(&token, &context, &shown(&refusal));
+                if token.bytes().all(|b| b.is_ascii_digit()) && echo == token {
+                    prop_assert_eq!(refusal.retry_after(), None, "{}", context);
+                }
+            }
+        }
+        Ok(())
+    });
+    if let Err(failure) = result {
+        panic!("{failure}");
     }
 }
