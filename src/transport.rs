@@ -607,14 +607,7 @@ impl HttpTransport {
         let span = self.span();
         span.record("attempts", 0);
         span.record("cause", refusal.cause().as_str());
-        span.in_scope(|| {
-            tracing::info!(
-                cause = refusal.cause().as_str(),
-                reason = refusal.reason(),
-                remedy = refusal.remedy(),
-                "refused"
-            );
-        });
+        refused(&span, &refusal);
         refusal
     }
 
@@ -659,14 +652,7 @@ impl HttpTransport {
                 if let Some(wait) = refusal.retry_after() {
                     span.record("retry_after_s", wait.as_secs_f64());
                 }
-                span.in_scope(|| {
-                    tracing::info!(
-                        cause = refusal.cause().as_str(),
-                        reason = refusal.reason(),
-                        remedy = refusal.remedy(),
-                        "refused"
-                    );
-                });
+                refused(&span, refusal);
             }
         }
         span.record(
@@ -947,6 +933,19 @@ fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
         concealed.append(name.clone(), value);
     }
     concealed
+}
+
+/// The refusal event, at `INFO`, in the send's span. Its strings are the
+/// refusal's own, concealed and bounded.
+fn refused(span: &tracing::Span, refusal: &Refusal) {
+    span.in_scope(|| {
+        tracing::info!(
+            cause = refusal.cause().as_str(),
+            reason = refusal.reason(),
+            remedy = refusal.remedy(),
+            "refused"
+        );
+    });
 }
 
 /// How far a send got, for the meter.
