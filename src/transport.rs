@@ -283,9 +283,10 @@ impl HttpTransportBuilder {
     /// Whether a `429` or `503` with a retry hint, or an answer whose
     /// rate-limit fields say nothing is left, holds every send of this
     /// transport and its clones until the window ends; on by default. A
-    /// held send is not sent: it waits when the retry policy's `max_wait`
-    /// and the deadline cover the time left, else it is refused at once as
-    /// `engine-over-quota`.
+    /// held send is not sent: with a retry policy (more than one attempt)
+    /// whose `max_wait` and the deadline cover the time left it waits, then
+    /// sends; else it is refused at once as `engine-over-quota`, its
+    /// `retry_after` the time left.
     pub fn respect_limits(mut self, respect: bool) -> Self {
         self.respect_limits = respect;
         self
