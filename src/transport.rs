@@ -402,6 +402,13 @@ impl HttpTransportBuilder {
         let plan = config::plan(&self.naming, &self.scope, &env, given, self.allow_plaintext);
         let headers = header_map(&self.headers, &plan.concealer)
             .map_err(|problem| BuildError::Header(problem.describe()))?;
+        let shown = (
+            plan.concealer.conceal(&self.scope).into_owned(),
+            plan.armed
+                .as_ref()
+                .map(|armed| armed.site.host())
+                .unwrap_or_default(),
+        );
         Ok(HttpTransport {
             inner: Arc::new(Inner {
                 client,
@@ -413,6 +420,7 @@ impl HttpTransportBuilder {
                 latch: self.latch,
                 limits: Limits::default(),
                 meter: Meter::default(),
+                shown,
                 scope: self.scope,
                 deadline: self.deadline,
                 max_answer_bytes: self.max_answer_bytes,
@@ -469,6 +477,9 @@ struct Inner {
     latch: Option<Duration>,
     limits: Limits,
     meter: Meter,
+    /// The scope and the engine's host as every span shows them, concealed
+    /// once, when the transport is built.
+    shown: (String, String),
     scope: String,
     deadline: Duration,
     max_answer_bytes: u64,
@@ -665,13 +676,10 @@ impl HttpTransport {
 
     /// The `meterwire.send` span, its fields recorded as the send ends.
     fn span(&self) -> tracing::Span {
-        let engine = match &self.inner.armed {
-            Ok(armed) => armed.site.host(),
-            Err(_) => String::new(),
-        };
+        let (scope, engine) = &self.inner.shown;
         tracing::info_span!(
             "meterwire.send",
-            scope = %self.inner.concealer.conceal(&self.inner.scope),
+            scope = %scope,
             engine = %engine,
             attempts = tracing::field::Empty,
             status = tracing::field::Empty,
@@ -915,12 +923,39 @@ impl HttpTransport {
     }
 }
 
-/// The engine's headers with every value concealed. A value the concealer
-/// changed keeps its `[redacted]` (still a valid header value), so a parser
-/// that reads it finds no number and no token.
+/// Every header the crate reads: retry hints and their clock, rate-limit
+/// fields, request ids, the challenge and a redirect's target.
+const READ_HEADERS: [&str; 15] = [
+    "retry-after",
+    "retry-after-ms",
+    "date",
+    "ratelimit",
+    "ratelimit-remaining",
+    "ratelimit-reset",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-reset-requests",
+    "x-request-id",
+    "request-id",
+    "x-amzn-requestid",
+    "x-correlation-id",
+    "cf-ray",
+    "www-authenticate",
+    "location",
+];
+
+/// The headers the crate reads, with every value concealed. A value the
+/// concealer changed keeps its `[redacted]` (still a valid header value), so
+/// a parser that reads it finds no number and no token. Headers the crate
+/// does not read are left out: nothing could quote them.
 fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
-    let mut concealed = HeaderMap::with_capacity(headers.len());
-    for (name, value) in headers {
+    let mut concealed = HeaderMap::new();
+    let read = READ_HEADERS.iter().flat_map(|name| {
+        headers
+            .get_all(*name)
+            .iter()
+            .map(move |value| (*name, value))
+    });
+    for (name, value) in read {
         let text = String::from_utf8_lossy(value.as_bytes());
         let value = match concealer.conceal(&text) {
             std::borrow::Cow::Borrowed(_) => value.clone(),
@@ -931,7 +966,7 @@ fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
                 Err(_) => HeaderValue::from_static(crate::REDACTED),
             },
         };
-        concealed.append(name.clone(), value);
+        concealed.append(HeaderName::from_static(name), value);
     }
     concealed
 }
