@@ -4,7 +4,7 @@
 use super::MIN_CORE_LEN;
 use super::escapes::{char_ref, json_escape, percent_escape};
 use super::views::{Decoded, Families};
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use std::collections::BTreeMap;
@@ -29,6 +29,10 @@ pub(super) enum Kind {
     Base64Core,
 }
 
+/// Up to this many bytes of patterns, the automaton is a DFA (see
+/// [`compile`]): a 64-character token makes about 800 bytes.
+const MAX_DFA_BYTES: usize = 2048;
+
 /// Builds the one automaton that serves every view.
 pub(super) fn compile(secrets: &[&str]) -> Matcher {
     // A pattern that is both exact and a core conceals as a core: the run
@@ -49,20 +53,25 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     // A hit at one start hides the shorter patterns starting there too; of
     // those only a core conceals more than the hit (its whole run), and any
     // one core does, since every core is all base64.
-    let core_prefix = patterns
-        .iter()
-        .map(|(pattern, kind)| {
-            let shorter_core = |(other, k): (&Vec<u8>, &Kind)| {
-                (*k == Kind::Base64Core
-                    && other.len() < pattern.len()
-                    && pattern.starts_with(other))
-                .then_some(other.len())
-            };
-            (*kind == Kind::Exact)
-                .then(|| patterns.iter().find_map(shorter_core))
-                .flatten()
-        })
-        .collect();
+    // The patterns that start with a core follow it in sorted order, so
+    // each core looks only at those; the first, shortest, core wins.
+    let keys: Vec<&Vec<u8>> = patterns.keys().collect();
+    let mut core_prefix: Vec<Option<usize>> = vec![None; keys.len()];
+    for (i, core) in keys.iter().enumerate() {
+        if kinds.get(i) != Some(&Kind::Base64Core) {
+            continue;
+        }
+        for (j, pattern) in keys.iter().enumerate().skip(i + 1) {
+            if !pattern.starts_with(core) {
+                break;
+            }
+            if kinds.get(j) == Some(&Kind::Exact)
+                && let Some(slot @ None) = core_prefix.get_mut(j)
+            {
+                *slot = Some(core.len());
+            }
+        }
+    }
     let mut relevant = [false; 256];
     // The base64 characters and padding too: a view extends a base64 run
     // over them.
@@ -77,8 +86,23 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     // stepping through every byte, about ten times faster on text with
     // nothing to find. Overlaps are recovered by `scan`, which restarts one
     // byte after each hit's start.
+    //
+    // The automaton's kind is chosen by the patterns' total length, not
+    // left to the crate: it builds a DFA for few patterns, filling each
+    // missing transition by walking failure links, which costs the square
+    // of the length for a secret that repeats itself (`aaaa…`: every state
+    // fails to the one before). Up to `MAX_DFA_BYTES` that square is a
+    // bounded cost for the fastest search; past it the contiguous NFA,
+    // built in linear time (what the crate picks for many patterns).
+    let total: usize = patterns.keys().map(Vec::len).sum();
+    let kind = if total <= MAX_DFA_BYTES {
+        AhoCorasickKind::DFA
+    } else {
+        AhoCorasickKind::ContiguousNFA
+    };
     match AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(kind))
         .build(patterns.keys())
     {
         Ok(automaton) => Matcher::Automaton(Box::new(Search {
