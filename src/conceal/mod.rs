@@ -263,8 +263,16 @@ impl Concealer {
     ///     "GET https://engine.example:8443 failed; sent Bearer [redacted]",
     /// );
     /// ```
+    ///
+    /// Text the reshaping joins (a host, with the path that followed it
+    /// gone, now touching what came after the path) is concealed again, so
+    /// no secret can form where two pieces meet.
     pub fn scrub(&self, text: &str) -> String {
-        scrub_shapes(&self.conceal(text))
+        let concealed = self.conceal(text);
+        match scrub_shapes(&concealed) {
+            Cow::Borrowed(unchanged) => unchanged.to_owned(),
+            Cow::Owned(reshaped) => self.conceal(&reshaped).into_owned(),
+        }
     }
 
     /// True when no secret is held: [`Concealer::conceal`] is then the
@@ -295,5 +303,20 @@ impl fmt::Debug for Concealer {
         f.debug_struct("Concealer")
             .field("secrets", &self.inner.secrets)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrub_never_joins_a_reshaped_url_to_what_follows() {
+        let concealer = Concealer::new(["hostKEY-0123"]);
+        // The path keeps the host and `\u004BEY-0123` apart; cutting the
+        // URL to its host would join them into the token's JSON form.
+        let scrubbed = concealer.scrub(r"see https://host/path\u004BEY-0123 now");
+        assert_eq!(concealer.conceal(&scrubbed), scrubbed);
+        assert_eq!(scrubbed, "see https://[redacted] now");
     }
 }
