@@ -2,7 +2,7 @@
 //! the base64 cores of its encodings, all compiled into one automaton.
 
 use super::MIN_CORE_LEN;
-use super::escapes::{char_ref, json_escape, percent_escape};
+use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
 use super::views::{Decoded, Families};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
@@ -72,6 +72,17 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             }
         }
     }
+    let mut pairs = vec![0u64; 256 * 256 / 64];
+    for pattern in patterns.keys() {
+        for pair in pattern.windows(2) {
+            if let [a, b] = *pair {
+                let at = usize::from(a) << 8 | usize::from(b);
+                if let Some(word) = pairs.get_mut(at / 64) {
+                    *word |= 1 << (at % 64);
+                }
+            }
+        }
+    }
     let mut relevant = [false; 256];
     // The base64 characters and padding too: a view extends a base64 run
     // over them.
@@ -110,6 +121,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             kinds,
             core_prefix,
             relevant,
+            pairs,
         })),
         Err(_) => Matcher::FailClosed,
     }
@@ -128,6 +140,10 @@ pub(super) struct Search {
     /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a
     /// base64 run is made of.
     relevant: [bool; 256],
+    /// Which two bytes stand next to each other in some pattern, one bit
+    /// per pair: only a line break between such neighbours can lie inside
+    /// a hit.
+    pairs: Vec<u64>,
 }
 
 impl Search {
@@ -142,22 +158,22 @@ impl Search {
     /// whose escapes are newlines and quotes (`\n`, `\"`) then costs one
     /// visit per escape instead of decoded views.
     pub(super) fn any_relevant_escape(&self, text: &[u8], present: Families) -> bool {
-        let relevant = |p: usize| {
-            let decoded = match text.get(p) {
-                Some(b'\\') => json_escape(text, p),
-                Some(b'%') => percent_escape(text, p),
-                _ => char_ref(text, p),
-            };
-            match decoded {
-                None => false,
-                Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
-                Some((_, Decoded::Char(c))) => {
-                    let mut buf = [0u8; 4];
-                    c.encode_utf8(&mut buf)
-                        .bytes()
-                        .any(|b| self.relevant[usize::from(b)])
-                }
+        let matters = |decoded: Option<(usize, Decoded)>| match decoded {
+            None => false,
+            Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
+            Some((_, Decoded::Char(c))) => {
+                let mut buf = [0u8; 4];
+                c.encode_utf8(&mut buf)
+                    .bytes()
+                    .any(|b| self.relevant[usize::from(b)])
             }
+        };
+        // A backslash is read two ways, JavaScript's and a lenient JSON
+        // reader's (`\x41` is `A` or `x41`).
+        let relevant = |p: usize| match text.get(p) {
+            Some(b'\\') => matters(json_escape(text, p)) || matters(lenient_escape(text, p)),
+            Some(b'%') => matters(percent_escape(text, p)),
+            _ => matters(char_ref(text, p)),
         };
         // Every trigger of a present family, once: `at` moves past each.
         // `next_trigger` rather than an iterator, for its fast path in a
@@ -170,6 +186,16 @@ impl Search {
             at = p + 1;
         }
         false
+    }
+}
+
+impl Search {
+    /// Whether `b` follows `a` somewhere in some pattern.
+    pub(super) fn adjacent(&self, a: u8, b: u8) -> bool {
+        let at = usize::from(a) << 8 | usize::from(b);
+        self.pairs
+            .get(at / 64)
+            .is_some_and(|word| word & (1 << (at % 64)) != 0)
     }
 }
 
