@@ -11,9 +11,15 @@
 //! the raw token (the floor: one pass, one pattern) and `str::replace` of the
 //! raw token (what a naive scrub does, finding none of the encoded forms).
 //!
+//! Building a concealer is measured too (`build/…`): a secret of 1,000,
+//! 4,000 and 16,000 repetitions of one character, the worst shape for an
+//! automaton's failure links, must cost time linear in its length.
+//!
 //! `cargo bench --bench conceal` runs criterion's groups, then prints a ratio
 //! table from its own interleaved medians, so each ratio compares runs taken
-//! moments apart.
+//! moments apart. With a filter (`cargo bench --bench conceal -- build`) only
+//! the matching groups run, and the ratio table only when the filter is
+//! `ratio`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -218,6 +224,31 @@ fn criterion_groups(criterion: &mut Criterion, texts: &[(&Kind, Vec<String>)]) {
     }
 }
 
+/// How long a secret the build group uses: one character repeated.
+const BUILD_LENGTHS: [usize; 3] = [1_000, 4_000, 16_000];
+
+fn build_group(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("build");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_secs(1));
+    let lengths: &[usize] = if measuring() {
+        &BUILD_LENGTHS
+    } else {
+        &BUILD_LENGTHS[..1]
+    };
+    for &len in lengths {
+        let secret = "a".repeat(len);
+        group.throughput(Throughput::Bytes(len as u64));
+        group.bench_with_input(BenchmarkId::new("repeated", len), &secret, |b, s| {
+            b.iter(|| Concealer::new([black_box(s.as_str())]))
+        });
+    }
+    group.finish();
+}
+
 /// Seconds per call of `f`, timed over `calls` calls.
 fn per_call(calls: usize, mut f: impl FnMut() -> usize) -> f64 {
     let start = Instant::now();
@@ -298,6 +329,12 @@ fn measuring() -> bool {
     has("--bench") && !has("--test") && !has("--list") && !has("--profile-time")
 }
 
+/// The filter given on the command line, if any: criterion's one positional
+/// argument.
+fn filter() -> Option<String> {
+    std::env::args().skip(1).find(|a| !a.starts_with('-'))
+}
+
 fn main() {
     let texts: Vec<(&Kind, Vec<String>)> = KINDS
         .iter()
@@ -310,9 +347,10 @@ fn main() {
     let base64 = STANDARD.encode(format!("Bearer {TOKEN}"));
     assert!(!concealed.contains("9zQ7vX2kP9zR4tL8wN") && !concealed.contains(&base64));
     let mut criterion = Criterion::default().configure_from_args();
+    build_group(&mut criterion);
     criterion_groups(&mut criterion, &texts);
     criterion.final_summary();
-    if measuring() {
+    if measuring() && filter().is_none_or(|f| f == "ratio") {
         ratio_table(&texts);
     }
 }

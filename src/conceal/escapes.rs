@@ -72,6 +72,26 @@ pub(super) fn json_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
     }
 }
 
+/// A backslash at `p` as a lenient reader of strict JSON reads it: JSON's
+/// own escapes (`\" \\ \/ \b \f \n \r \t \uXXXX`) as JSON does, and a
+/// backslash before any other character (`\x`, `\v`, `\'`, `\w`, `\q`,
+/// `\u` without four hex digits) dropped, the character kept. So `\x41`
+/// reads `x41` here and `A` to [`json_escape`]: each reading gets its own
+/// view. A character after the backslash that is not ASCII is kept by
+/// keeping its first byte here and the rest as the text's own.
+pub(super) fn lenient_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
+    let byte = |b| Some((2, Decoded::Byte(b)));
+    match *src.get(p + 1)? {
+        b'n' => byte(b'\n'),
+        b't' => byte(b'\t'),
+        b'r' => byte(b'\r'),
+        b'b' => byte(0x08),
+        b'f' => byte(0x0C),
+        b'u' => json_unicode_escape(src, p).or(byte(b'u')),
+        c => byte(c),
+    }
+}
+
 /// `\uXXXX`, a surrogate pair of them, or JavaScript's `\u{X…}`.
 fn unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
     if src.get(p + 2) == Some(&b'{') {
@@ -92,6 +112,11 @@ fn unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
         }
         return Some((k + 1 - p, Decoded::Char(char::from_u32(cp)?)));
     }
+    json_unicode_escape(src, p)
+}
+
+/// JSON's `\uXXXX`, or a surrogate pair of them.
+fn json_unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
     let first = hex_at(src, p + 2, 4)?;
     if (0xD800..=0xDBFF).contains(&first) {
         // A high surrogate means nothing without its low half; a lone one
@@ -310,5 +335,38 @@ mod tests {
         ));
         assert!(percent_escape(b"%2", 0).is_none());
         assert!(json_escape(br"\ud83e", 0).is_none());
+    }
+
+    #[test]
+    fn a_lenient_json_reader_drops_the_backslash_of_an_unknown_escape() {
+        let byte_of = |decoded: Option<(usize, Decoded)>| match decoded {
+            Some((len, Decoded::Byte(b))) => Some((len, char::from(b))),
+            _ => None,
+        };
+        let char_of = |decoded: Option<(usize, Decoded)>| match decoded {
+            Some((len, Decoded::Char(c))) => Some((len, c)),
+            _ => None,
+        };
+        // Read both ways: JavaScript's code point, and a strict JSON
+        // reader's `x`.
+        assert_eq!(char_of(json_escape(br"\x41", 0)), Some((4, 'A')));
+        assert_eq!(byte_of(lenient_escape(br"\x41", 0)), Some((2, 'x')));
+        for (text, kept) in [
+            (br"\w", 'w'),
+            (br"\q", 'q'),
+            (br"\v", 'v'),
+            (br"\'", '\''),
+            (br"\0", '0'),
+            (br"\%", '%'),
+            (br"\/", '/'),
+            (br"\\", '\\'),
+            (br#"\""#, '"'),
+        ] {
+            assert_eq!(byte_of(lenient_escape(text, 0)), Some((2, kept)));
+        }
+        assert_eq!(byte_of(lenient_escape(br"\n", 0)), Some((2, '\n')));
+        assert_eq!(char_of(lenient_escape(br"\u002B", 0)), Some((6, '+')));
+        assert_eq!(byte_of(lenient_escape(br"\u{2B}", 0)), Some((2, 'u')));
+        assert!(lenient_escape(br"\", 0).is_none());
     }
 }

@@ -19,18 +19,20 @@
 
 pub(crate) mod escapes;
 mod patterns;
+#[cfg(test)]
+mod properties;
 mod scan;
 mod shapes;
 mod views;
 
 use crate::Env;
-use patterns::{Matcher, compile};
-use scan::{Nested, Raw, Spans, scan};
+use patterns::{Matcher, Search, compile};
+use scan::{Nested, Raw, SourceMap, Spans, scan};
 use shapes::scrub_shapes;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
-use views::{Families, View};
+use views::{Families, View, lenient_differs};
 
 /// What every concealed secret, and every scrubbed credential, is replaced by.
 ///
@@ -193,8 +195,14 @@ impl Concealer {
     /// - HTML / XML references: `&#43;` and `&#x2B;` (either case of `x` and
     ///   digits, `;` optional), the HTML5 names of ASCII punctuation, the
     ///   Latin-1 names, and `&amp` `&lt` `&gt` `&quot` `&nbsp` without `;`;
+    /// - backslashes also as a lenient reader of strict JSON reads them:
+    ///   a backslash before a character JSON does not escape is dropped
+    ///   (`\x41` is also `x41`, `m\w-te\st` is `mw-test`);
     /// - base64 and base64url, padded or not, at any alignment inside a
-    ///   longer run (`Bearer <secret>`, `user:<secret>`): the whole run goes.
+    ///   longer run (`Bearer <secret>`, `user:<secret>`): the whole run goes;
+    /// - broken across lines: base64 wrapped at any width, and the secret
+    ///   hard-wrapped, by `LF` or `CRLF`, raw or JSON-escaped (`\n`,
+    ///   `\r\n`): the whole occurrence, breaks included, goes.
     ///
     /// ```
     /// use meterwire::Concealer;
@@ -216,11 +224,13 @@ impl Concealer {
         let mut spans = Spans::new(text);
         let bytes = text.as_bytes();
         scan(search, bytes, &Raw, &mut spans);
+        scan_joined(search, bytes, None, &mut spans);
         let present = Families::present_in(bytes);
         if !search.any_relevant_escape(bytes, present) {
             return spans.replace();
         }
-        for families in present.views() {
+        let lenient = present.has_escapes() && lenient_differs(bytes);
+        for families in present.views(lenient) {
             let view = View::decode(bytes, families);
             // Triggers that start no escape (`%%%%`, `&&&&`) leave the text
             // as it is: its scan and its own views are the ones above.
@@ -228,10 +238,13 @@ impl Concealer {
                 continue;
             }
             scan(search, &view.bytes, &view, &mut spans);
+            scan_joined(search, &view.bytes, Some(&view), &mut spans);
             // One layer more, the same way, for what was encoded twice: an
             // error quoting upstream JSON as a JSON string (`\\u002B`), a
             // percent-encoded JSON body (`%5Cu002B`).
-            for inner in Families::present_in(&view.bytes).views() {
+            let present = Families::present_in(&view.bytes);
+            let lenient = present.has_escapes() && lenient_differs(&view.bytes);
+            for inner in present.views(lenient) {
                 let nested = View::decode(&view.bytes, inner);
                 if nested.decoded() == 0 {
                     continue;
@@ -241,6 +254,7 @@ impl Concealer {
                     inner: &nested,
                 };
                 scan(search, &nested.bytes, &map, &mut spans);
+                scan_joined(search, &nested.bytes, Some(&map), &mut spans);
             }
         }
         spans.replace()
@@ -263,8 +277,16 @@ impl Concealer {
     ///     "GET https://engine.example:8443 failed; sent Bearer [redacted]",
     /// );
     /// ```
+    ///
+    /// Text the reshaping joins (a host, with the path that followed it
+    /// gone, now touching what came after the path) is concealed again, so
+    /// no secret can form where two pieces meet.
     pub fn scrub(&self, text: &str) -> String {
-        scrub_shapes(&self.conceal(text))
+        let concealed = self.conceal(text);
+        match scrub_shapes(&concealed) {
+            Cow::Borrowed(unchanged) => unchanged.to_owned(),
+            Cow::Owned(reshaped) => self.conceal(&reshaped).into_owned(),
+        }
     }
 
     /// True when no secret is held: [`Concealer::conceal`] is then the
@@ -282,6 +304,28 @@ impl Concealer {
     }
 }
 
+/// Scans the joined views of `hay` (its raw lines joined, and its
+/// JSON-escaped lines joined, where an occurrence could be broken across
+/// them), those it has; `map` takes `hay` back to the text, `None` when
+/// `hay` is the text.
+fn scan_joined(search: &Search, hay: &[u8], map: Option<&dyn SourceMap>, spans: &mut Spans) {
+    for escaped in [false, true] {
+        let Some(joined) = View::join(hay, escaped, |a, b| search.adjacent(a, b)) else {
+            continue;
+        };
+        match map {
+            None => scan(search, &joined.bytes, &joined, spans),
+            Some(outer) => {
+                let map = Nested {
+                    outer,
+                    inner: &joined,
+                };
+                scan(search, &joined.bytes, &map, spans);
+            }
+        }
+    }
+}
+
 /// Prints how many secrets are held, never any of them.
 ///
 /// ```
@@ -295,5 +339,142 @@ impl fmt::Debug for Concealer {
         f.debug_struct("Concealer")
             .field("secrets", &self.inner.secrets)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+
+    /// Has `+`, `/`, `_` and `-`, so its two base64 alphabets differ, and
+    /// its JSON form differs from it.
+    const TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
+
+    /// Line breaks as engines write them: raw, and JSON-escaped.
+    const BREAKS: [&str; 4] = ["\n", "\r\n", r"\n", r"\r\n"];
+
+    fn wrap(encoded: &str, width: usize, line_break: &str) -> String {
+        let lines: Vec<&str> = encoded
+            .as_bytes()
+            .chunks(width)
+            .map(|line| std::str::from_utf8(line).unwrap_or_default())
+            .collect();
+        lines.join(line_break)
+    }
+
+    #[test]
+    fn base64_wrapped_at_any_width_is_concealed_whole() {
+        let concealer = Concealer::new([TOKEN]);
+        for prefix in ["", "Bearer ", "user:", "xy"] {
+            let data = format!("{prefix}{TOKEN}");
+            for engine in [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD] {
+                let encoded = engine.encode(&data);
+                for width in [1, 2, 3, 4, 5, 7, 13, 16, 64, 76] {
+                    for line_break in BREAKS {
+                        let wrapped = wrap(&encoded, width, line_break);
+                        let text = format!("said: {wrapped} (end)");
+                        assert_eq!(
+                            concealer.conceal(&text),
+                            "said: [redacted] (end)",
+                            "{text:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pem_style_block_is_concealed_whole() {
+        let concealer = Concealer::new([TOKEN]);
+        let encoded = STANDARD.encode(format!("{}user:{TOKEN}\n", "x".repeat(100)));
+        let text = format!(
+            "-----BEGIN DATA-----\r\n{}\r\n-----END DATA-----",
+            wrap(&encoded, 64, "\r\n")
+        );
+        assert_eq!(
+            concealer.conceal(&text),
+            "-----BEGIN DATA-----\r\n[redacted]\r\n-----END DATA-----"
+        );
+    }
+
+    #[test]
+    fn a_token_hard_wrapped_once_is_concealed_whole() {
+        for token in [TOKEN, r#"tok<en,=x"y\z%41&amp;"#, "0123456789"] {
+            let concealer = Concealer::new([token]);
+            for at in 1..token.len() {
+                let (head, tail) = token.split_at(at);
+                for line_break in BREAKS {
+                    let text = format!("a {head}{line_break}{tail} b");
+                    assert_eq!(concealer.conceal(&text), "a [redacted] b", "{text:?}");
+                }
+                // JSON-escaped, broken by a JSON break.
+                let (head, tail) = (json(head), json(tail));
+                for line_break in [r"\n", r"\r\n"] {
+                    let text = format!(r#"{{"a":"{head}{line_break}{tail}"}}"#);
+                    assert_eq!(
+                        concealer.conceal(&text),
+                        r#"{"a":"[redacted]"}"#,
+                        "{text:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The JSON string body of `text`, with `/` and `+` escaped too, as
+    /// PHP and .NET do.
+    fn json(text: &str) -> String {
+        let quoted = serde_json::to_string(text).unwrap_or_default();
+        quoted[1..quoted.len() - 1]
+            .replace('/', r"\/")
+            .replace('+', r"\u002B")
+    }
+
+    #[test]
+    fn a_blank_line_or_prose_joins_nothing() {
+        let concealer = Concealer::new([TOKEN]);
+        let (head, tail) = TOKEN.split_at(10);
+        let text = format!("{head}\n\n{tail}");
+        assert_eq!(concealer.conceal(&text), text);
+        assert_eq!(
+            concealer.conceal("one line\nand the next"),
+            "one line\nand the next"
+        );
+    }
+
+    #[test]
+    fn unknown_escapes_read_as_a_lenient_json_reader_reads_them() {
+        let concealer = Concealer::new(["mw-test-0123456789"]);
+        for text in [
+            r"m\w-te\st-0123456789",
+            r"\m\w\-te\st-\0\1\2\3456789",
+            r"m\w%2Dte\st-0123456789",
+            r"m\w-te\st-\u00301234\5\6\7\8\9",
+        ] {
+            let text = format!("<{text}>");
+            assert_eq!(concealer.conceal(&text), "<[redacted]>", "{text:?}");
+        }
+        // `\x` read both ways: JavaScript's code point, and the `x` itself.
+        let concealer = Concealer::new(["x41-secret-key"]);
+        assert_eq!(concealer.conceal(r"<\x41-secret-key>"), "<[redacted]>");
+        assert_eq!(concealer.conceal(r"<\x78\x341-secret-key>"), "<[redacted]>");
+        // A token holding a backslash, JSON-escaped, with unknown escapes
+        // around it.
+        let concealer = Concealer::new([r"ab\cd-1234"]);
+        assert_eq!(concealer.conceal(r"<\ab\\c\d-1234>"), "<[redacted]>");
+        assert_eq!(concealer.conceal(r"<\ab\\cd-\1234>"), "<[redacted]>");
+    }
+
+    #[test]
+    fn scrub_never_joins_a_reshaped_url_to_what_follows() {
+        let concealer = Concealer::new(["hostKEY-0123"]);
+        // The path keeps the host and `\u004BEY-0123` apart; cutting the
+        // URL to its host would join them into the token's JSON form.
+        let scrubbed = concealer.scrub(r"see https://host/path\u004BEY-0123 now");
+        assert_eq!(concealer.conceal(&scrubbed), scrubbed);
+        assert_eq!(scrubbed, "see https://[redacted] now");
     }
 }

@@ -2,9 +2,9 @@
 //! the base64 cores of its encodings, all compiled into one automaton.
 
 use super::MIN_CORE_LEN;
-use super::escapes::{char_ref, json_escape, percent_escape};
+use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
 use super::views::{Decoded, Families};
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use std::collections::BTreeMap;
@@ -29,6 +29,10 @@ pub(super) enum Kind {
     Base64Core,
 }
 
+/// Up to this many bytes of patterns, the automaton is a DFA (see
+/// [`compile`]): a 64-character token makes about 800 bytes.
+const MAX_DFA_BYTES: usize = 2048;
+
 /// Builds the one automaton that serves every view.
 pub(super) fn compile(secrets: &[&str]) -> Matcher {
     // A pattern that is both exact and a core conceals as a core: the run
@@ -49,20 +53,36 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     // A hit at one start hides the shorter patterns starting there too; of
     // those only a core conceals more than the hit (its whole run), and any
     // one core does, since every core is all base64.
-    let core_prefix = patterns
-        .iter()
-        .map(|(pattern, kind)| {
-            let shorter_core = |(other, k): (&Vec<u8>, &Kind)| {
-                (*k == Kind::Base64Core
-                    && other.len() < pattern.len()
-                    && pattern.starts_with(other))
-                .then_some(other.len())
-            };
-            (*kind == Kind::Exact)
-                .then(|| patterns.iter().find_map(shorter_core))
-                .flatten()
-        })
-        .collect();
+    // The patterns that start with a core follow it in sorted order, so
+    // each core looks only at those; the first, shortest, core wins.
+    let keys: Vec<&Vec<u8>> = patterns.keys().collect();
+    let mut core_prefix: Vec<Option<usize>> = vec![None; keys.len()];
+    for (i, core) in keys.iter().enumerate() {
+        if kinds.get(i) != Some(&Kind::Base64Core) {
+            continue;
+        }
+        for (j, pattern) in keys.iter().enumerate().skip(i + 1) {
+            if !pattern.starts_with(core) {
+                break;
+            }
+            if kinds.get(j) == Some(&Kind::Exact)
+                && let Some(slot @ None) = core_prefix.get_mut(j)
+            {
+                *slot = Some(core.len());
+            }
+        }
+    }
+    let mut pairs = vec![0u64; 256 * 256 / 64];
+    for pattern in patterns.keys() {
+        for pair in pattern.windows(2) {
+            if let [a, b] = *pair {
+                let at = usize::from(a) << 8 | usize::from(b);
+                if let Some(word) = pairs.get_mut(at / 64) {
+                    *word |= 1 << (at % 64);
+                }
+            }
+        }
+    }
     let mut relevant = [false; 256];
     // The base64 characters and padding too: a view extends a base64 run
     // over them.
@@ -77,8 +97,23 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     // stepping through every byte, about ten times faster on text with
     // nothing to find. Overlaps are recovered by `scan`, which restarts one
     // byte after each hit's start.
+    //
+    // The automaton's kind is chosen by the patterns' total length, not
+    // left to the crate: it builds a DFA for few patterns, filling each
+    // missing transition by walking failure links, which costs the square
+    // of the length for a secret that repeats itself (`aaaa…`: every state
+    // fails to the one before). Up to `MAX_DFA_BYTES` that square is a
+    // bounded cost for the fastest search; past it the contiguous NFA,
+    // built in linear time (what the crate picks for many patterns).
+    let total: usize = patterns.keys().map(Vec::len).sum();
+    let kind = if total <= MAX_DFA_BYTES {
+        AhoCorasickKind::DFA
+    } else {
+        AhoCorasickKind::ContiguousNFA
+    };
     match AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(kind))
         .build(patterns.keys())
     {
         Ok(automaton) => Matcher::Automaton(Box::new(Search {
@@ -86,6 +121,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             kinds,
             core_prefix,
             relevant,
+            pairs,
         })),
         Err(_) => Matcher::FailClosed,
     }
@@ -104,6 +140,10 @@ pub(super) struct Search {
     /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a
     /// base64 run is made of.
     relevant: [bool; 256],
+    /// Which two bytes stand next to each other in some pattern, one bit
+    /// per pair: only a line break between such neighbours can lie inside
+    /// a hit.
+    pairs: Vec<u64>,
 }
 
 impl Search {
@@ -118,22 +158,22 @@ impl Search {
     /// whose escapes are newlines and quotes (`\n`, `\"`) then costs one
     /// visit per escape instead of decoded views.
     pub(super) fn any_relevant_escape(&self, text: &[u8], present: Families) -> bool {
-        let relevant = |p: usize| {
-            let decoded = match text.get(p) {
-                Some(b'\\') => json_escape(text, p),
-                Some(b'%') => percent_escape(text, p),
-                _ => char_ref(text, p),
-            };
-            match decoded {
-                None => false,
-                Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
-                Some((_, Decoded::Char(c))) => {
-                    let mut buf = [0u8; 4];
-                    c.encode_utf8(&mut buf)
-                        .bytes()
-                        .any(|b| self.relevant[usize::from(b)])
-                }
+        let matters = |decoded: Option<(usize, Decoded)>| match decoded {
+            None => false,
+            Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
+            Some((_, Decoded::Char(c))) => {
+                let mut buf = [0u8; 4];
+                c.encode_utf8(&mut buf)
+                    .bytes()
+                    .any(|b| self.relevant[usize::from(b)])
             }
+        };
+        // A backslash is read two ways, JavaScript's and a lenient JSON
+        // reader's (`\x41` is `A` or `x41`).
+        let relevant = |p: usize| match text.get(p) {
+            Some(b'\\') => matters(json_escape(text, p)) || matters(lenient_escape(text, p)),
+            Some(b'%') => matters(percent_escape(text, p)),
+            _ => matters(char_ref(text, p)),
         };
         // Every trigger of a present family, once: `at` moves past each.
         // `next_trigger` rather than an iterator, for its fast path in a
@@ -146,6 +186,16 @@ impl Search {
             at = p + 1;
         }
         false
+    }
+}
+
+impl Search {
+    /// Whether `b` follows `a` somewhere in some pattern.
+    pub(super) fn adjacent(&self, a: u8, b: u8) -> bool {
+        let at = usize::from(a) << 8 | usize::from(b);
+        self.pairs
+            .get(at / 64)
+            .is_some_and(|word| word & (1 << (at % 64)) != 0)
     }
 }
 

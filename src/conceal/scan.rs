@@ -62,22 +62,85 @@ pub(super) fn is_base64(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_')
 }
 
-/// The maximal base64 run around `start..end`, with up to two `=` of padding.
+/// The maximal base64 run around `start..end`, with up to two `=` of
+/// padding. The run goes on over a line break that stands alone between
+/// two of its characters, raw or JSON-escaped, as in base64 wrapped at any
+/// width (MIME, PEM), but not over one next to two dashes, which end or
+/// start a boundary line (`-----BEGIN …-----`, `--boundary`), not a line of
+/// base64.
 pub(super) fn base64_run(hay: &[u8], start: usize, end: usize) -> (usize, usize) {
+    let at = |k: usize| hay.get(k).copied();
+    let crosses = |from: usize, len: usize, before: Option<u8>, after: Option<u8>| {
+        before.is_some_and(is_base64) && after.is_some_and(is_base64) && !boundary(hay, from, len)
+    };
+    // A break is looked for before a character: the `n` of an escaped
+    // `\n` is a base64 character too.
     let mut a = start;
-    while a > 0 && hay.get(a - 1).copied().is_some_and(is_base64) {
-        a -= 1;
+    loop {
+        if let Some(len) = break_ending_at(hay, a) {
+            let before = a.checked_sub(len + 1).and_then(at);
+            if !crosses(a - len, len, before, at(a)) {
+                break;
+            }
+            a -= len;
+        } else if a > 0 && at(a - 1).is_some_and(is_base64) {
+            a -= 1;
+        } else {
+            break;
+        }
     }
     let mut b = end;
-    while hay.get(b).copied().is_some_and(is_base64) {
-        b += 1;
+    loop {
+        if let Some(len) = line_break(hay, b) {
+            let before = b.checked_sub(1).and_then(at);
+            if !crosses(b, len, before, at(b + len)) {
+                break;
+            }
+            b += len;
+        } else if at(b).is_some_and(is_base64) {
+            b += 1;
+        } else {
+            break;
+        }
     }
     for _ in 0..2 {
-        if hay.get(b) == Some(&b'=') {
+        if at(b) == Some(b'=') {
             b += 1;
+        } else if let Some(len) = line_break(hay, b)
+            && at(b + len) == Some(b'=')
+        {
+            b += len + 1;
         }
     }
     (a, b)
+}
+
+/// The line break that starts at `p`, as its length: `\r\n`, `\n` or `\r`,
+/// raw or JSON-escaped (a backslash and `n`, `r`, or both pairs).
+pub(super) fn line_break(hay: &[u8], p: usize) -> Option<usize> {
+    match (hay.get(p)?, hay.get(p + 1)) {
+        (b'\r', Some(b'\n')) => Some(2),
+        (b'\r' | b'\n', _) => Some(1),
+        (b'\\', Some(b'r')) if hay.get(p + 2..p + 4) == Some(br"\n") => Some(4),
+        (b'\\', Some(b'r' | b'n')) => Some(2),
+        _ => None,
+    }
+}
+
+/// The line break that ends at `p`, as its length, read as [`line_break`]
+/// reads it from its start.
+fn break_ending_at(hay: &[u8], p: usize) -> Option<usize> {
+    let ends = |s: &[u8]| p >= s.len() && hay.get(p - s.len()..p) == Some(s);
+    [&b"\r\n"[..], b"\n", b"\r", br"\r\n", br"\n", br"\r"]
+        .into_iter()
+        .find(|s| ends(s))
+        .map(<[u8]>::len)
+}
+
+/// Whether the break at `at..at + len` touches two dashes on either side.
+fn boundary(hay: &[u8], at: usize, len: usize) -> bool {
+    let dashes = |from: usize| hay.get(from..from + 2) == Some(b"--");
+    at.checked_sub(2).is_some_and(dashes) || dashes(at + len)
 }
 
 /// Maps a byte range of a view back to the source text.
@@ -107,9 +170,9 @@ impl SourceMap for Raw {
     }
 }
 
-/// A view of a view: maps through both.
+/// A view of a view (or of a view of a view): maps through both.
 pub(super) struct Nested<'v> {
-    pub(super) outer: &'v View,
+    pub(super) outer: &'v dyn SourceMap,
     pub(super) inner: &'v View,
 }
 
@@ -235,5 +298,24 @@ mod tests {
         };
         assert_eq!(nested.source(1, 2), Some((1, 9)));
         assert_eq!(nested.source(0, 3), Some((0, 10)));
+    }
+
+    #[test]
+    fn a_base64_run_goes_on_over_lone_line_breaks() {
+        let run = |hay: &[u8], start: usize| {
+            let (a, b) = base64_run(hay, start, start + 1);
+            hay.get(a..b).map(<[u8]>::to_vec).unwrap_or_default()
+        };
+        assert_eq!(
+            run(b"x QUJD\nRUZH\r\nSA\n=\n= y", 8),
+            b"QUJD\nRUZH\r\nSA\n=\n="
+        );
+        assert_eq!(run(br"x QUJD\nRUZH\r\nSA== y", 3), br"QUJD\nRUZH\r\nSA==");
+        // Not over a blank line, nor into a boundary line.
+        assert_eq!(run(b"QUJD\n\nRUZH", 0), b"QUJD");
+        assert_eq!(
+            run(b"-----BEGIN X-----\nQUJD\nRUZH\n-----END X-----", 20),
+            b"QUJD\nRUZH"
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 use super::REDACTED;
 use regex::{Captures, Regex};
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 /// Compiles one of the constant patterns below; a typo fails every test.
@@ -43,12 +44,26 @@ static JWT: LazyLock<Regex> = LazyLock::new(|| {
 /// Sentence punctuation right after a URL is prose, not URL.
 const TRAILING_PROSE: &[char] = &['.', ',', ';', ':', '!', '?', ')'];
 
-pub(super) fn scrub_shapes(text: &str) -> String {
-    let text = PEM.replace_all(text, REDACTED);
-    let text = URL.replace_all(&text, |caps: &Captures| url_origin(caps));
-    let text = AUTH.replace_all(&text, |caps: &Captures| auth_credential(caps, &text));
-    let text = JWT.replace_all(&text, REDACTED);
-    text.into_owned()
+/// The text with every shape removed; borrowed when there was none.
+pub(super) fn scrub_shapes(text: &str) -> Cow<'_, str> {
+    let mut text = Cow::Borrowed(text);
+    let pem = PEM.replace_all(&text, REDACTED);
+    if let Cow::Owned(owned) = pem {
+        text = Cow::Owned(owned);
+    }
+    let url = URL.replace_all(&text, |caps: &Captures| url_origin(caps));
+    if let Cow::Owned(owned) = url {
+        text = Cow::Owned(owned);
+    }
+    let auth = AUTH.replace_all(&text, |caps: &Captures| auth_credential(caps, &text));
+    if let Cow::Owned(owned) = auth {
+        text = Cow::Owned(owned);
+    }
+    let jwt = JWT.replace_all(&text, REDACTED);
+    if let Cow::Owned(owned) = jwt {
+        text = Cow::Owned(owned);
+    }
+    text
 }
 
 /// `Bearer [redacted]`, except for an auth-param of a challenge

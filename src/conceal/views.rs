@@ -1,16 +1,20 @@
 //! The decoded views: the text with one or more escaping families decoded,
 //! each decoded byte remembering the span of source text it came from.
 
-use super::escapes::{char_ref, json_escape, percent_escape};
-use super::scan::SourceMap;
+use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
+use super::scan::{SourceMap, line_break};
 use memchr::{memchr, memchr2, memchr3};
 use std::cell::Cell;
 
 /// Which escaping families a view decodes.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub(super) struct Families {
-    /// JSON / JavaScript backslash escapes.
+    /// JSON / JavaScript backslash escapes, read as JavaScript reads them.
     escapes: bool,
+    /// Backslash escapes read as a lenient reader of strict JSON reads
+    /// them: a backslash before a character JSON does not escape is dropped
+    /// (`\x41` is `x41`, `\w` is `w`). Never with `escapes` in one view.
+    lenient: bool,
     /// `%XX`.
     percent: bool,
     /// HTML / XML character references.
@@ -20,16 +24,25 @@ pub(super) struct Families {
 impl Families {
     pub(super) const ESCAPES: Families = Families {
         escapes: true,
+        lenient: false,
+        percent: false,
+        refs: false,
+    };
+    pub(super) const LENIENT: Families = Families {
+        escapes: false,
+        lenient: true,
         percent: false,
         refs: false,
     };
     pub(super) const PERCENT: Families = Families {
         escapes: false,
+        lenient: false,
         percent: true,
         refs: false,
     };
     const REFS: Families = Families {
         escapes: false,
+        lenient: false,
         percent: false,
         refs: true,
     };
@@ -45,6 +58,7 @@ impl Families {
         for _ in 0..4 {
             let missing = Families {
                 escapes: !present.escapes,
+                lenient: false,
                 percent: !present.percent,
                 refs: !present.refs,
             };
@@ -62,10 +76,15 @@ impl Families {
     }
 
     /// One view per present family, plus the combined one when it differs
-    /// from each of those (two or more families present).
-    pub(super) fn views(self) -> Vec<Families> {
+    /// from each of those (two or more families present). Backslashes get
+    /// a second reading, a lenient JSON reader's, alone and combined, when
+    /// `lenient` says it differs from JavaScript's somewhere
+    /// ([`lenient_differs`]).
+    pub(super) fn views(self, lenient: bool) -> Vec<Families> {
+        let lenient = lenient && self.escapes;
         let singles = [
             (self.escapes, Families::ESCAPES),
+            (lenient, Families::LENIENT),
             (self.percent, Families::PERCENT),
             (self.refs, Families::REFS),
         ];
@@ -74,15 +93,31 @@ impl Families {
             .filter(|(present, _)| *present)
             .map(|(_, f)| *f)
             .collect();
-        if views.len() >= 2 {
-            views.push(self);
+        if usize::from(self.escapes) + usize::from(self.percent) + usize::from(self.refs) >= 2 {
+            let combined = Families {
+                lenient: false,
+                ..self
+            };
+            views.push(combined);
+            if lenient {
+                views.push(Families {
+                    escapes: false,
+                    lenient: true,
+                    ..combined
+                });
+            }
         }
         views
     }
 
+    /// Whether backslashes are present (or read) at all.
+    pub(super) fn has_escapes(self) -> bool {
+        self.escapes || self.lenient
+    }
+
     fn triggered_by(self, b: u8) -> bool {
         match b {
-            b'\\' => self.escapes,
+            b'\\' => self.escapes || self.lenient,
             b'%' => self.percent,
             b'&' => self.refs,
             _ => false,
@@ -96,7 +131,7 @@ impl Families {
             return Some(from);
         }
         let rest = hay.get(from..)?;
-        let found = match (self.escapes, self.percent, self.refs) {
+        let found = match (self.escapes || self.lenient, self.percent, self.refs) {
             (true, true, true) => memchr3(b'\\', b'%', b'&', rest),
             (true, true, false) => memchr2(b'\\', b'%', rest),
             (true, false, true) => memchr2(b'\\', b'&', rest),
@@ -124,7 +159,8 @@ pub(super) struct View {
     /// Where each decoded escape starts, in the view and in the source, in
     /// order, then one more mark at the ends of both.
     marks: Vec<Mark>,
-    /// How many view bytes each escape decoded to (1 to 4).
+    /// How many view bytes each escape decoded to: 1 to 4, or 0 for a line
+    /// break a joined view drops.
     widths: Vec<u8>,
     /// Where the last lookup of a hit's start, and of its end, landed.
     start_hint: Cell<usize>,
@@ -147,6 +183,7 @@ enum Place {
 }
 
 /// What one escape decodes to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Decoded {
     Byte(u8),
     Char(char),
@@ -165,7 +202,8 @@ impl View {
         let mut at = 0;
         while let Some(p) = families.next_trigger(src, at) {
             let decoded = match src.get(p) {
-                Some(b'\\') => json_escape(src, p),
+                Some(b'\\') if families.escapes => json_escape(src, p),
+                Some(b'\\') => lenient_escape(src, p),
                 Some(b'%') => percent_escape(src, p),
                 _ => char_ref(src, p),
             };
@@ -191,6 +229,57 @@ impl View {
         view
     }
 
+    /// A joined view of `src`: `src` without the line breaks that stand
+    /// alone between two bytes some pattern holds next to each other, so
+    /// that an occurrence an engine broke across lines (base64 wrapped at
+    /// any width, a token hard-wrapped) reads whole. `escaped` chooses the
+    /// breaks: JSON-escaped ones (`\n`, `\r`, `\r\n`) or raw ones, never
+    /// both, so that a token holding a backslash and an `n` is not cut by a
+    /// reading of raw lines. `adjacent` says whether two bytes are
+    /// neighbours in some pattern. `None` when no break is between such
+    /// neighbours: then no hit can span a break, and the view would find
+    /// nothing the text's own scan does not.
+    pub(super) fn join(
+        src: &[u8],
+        escaped: bool,
+        adjacent: impl Fn(u8, u8) -> bool,
+    ) -> Option<View> {
+        let mut joins = Vec::new();
+        for_each_lone_break(src, escaped, |at, len, before, after| {
+            if adjacent(before, after) {
+                joins.push((at, len));
+            }
+        });
+        if joins.is_empty() {
+            return None;
+        }
+        let mut view = View {
+            bytes: Vec::with_capacity(src.len()),
+            marks: Vec::with_capacity(joins.len() + 1),
+            widths: Vec::with_capacity(joins.len()),
+            start_hint: Cell::new(0),
+            end_hint: Cell::new(0),
+        };
+        let mut literal_from = 0;
+        for (at, len) in joins {
+            view.bytes
+                .extend_from_slice(src.get(literal_from..at).unwrap_or_default());
+            view.marks.push(Mark {
+                out: view.bytes.len(),
+                src: at,
+            });
+            view.widths.push(0);
+            literal_from = at + len;
+        }
+        view.bytes
+            .extend_from_slice(src.get(literal_from..).unwrap_or_default());
+        view.marks.push(Mark {
+            out: view.bytes.len(),
+            src: src.len(),
+        });
+        Some(view)
+    }
+
     fn escape(&mut self, src: usize, decoded: Decoded) {
         let out = self.bytes.len();
         match decoded {
@@ -207,7 +296,8 @@ impl View {
             .push(u8::try_from(self.bytes.len() - out).unwrap_or(u8::MAX));
     }
 
-    /// How many escapes were decoded; none means the view is its source.
+    /// How many escapes were decoded (or line breaks dropped); none means
+    /// the view is its source.
     pub(super) fn decoded(&self) -> usize {
         self.widths.len()
     }
@@ -264,6 +354,62 @@ impl View {
     }
 }
 
+/// Whether a lenient JSON reader ([`lenient_escape`]) reads some backslash
+/// of `text` otherwise than JavaScript does (`\x41`, `\w`, `\v`, `\u{2B}`):
+/// only then is its view worth building. Where both read an escape, they
+/// agree on where it ends, so one pass reads them side by side.
+pub(super) fn lenient_differs(text: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(p) = Families::ESCAPES.next_trigger(text, at) {
+        match (json_escape(text, p), lenient_escape(text, p)) {
+            (Some(js), Some(lenient)) if js == lenient => at = p + js.0,
+            (None, None) => at = p + 1,
+            _ => return true,
+        }
+    }
+    false
+}
+
+/// Calls `f(at, len, before, after)` for every line break of `hay` of the
+/// chosen kind (JSON-escaped, or raw) that stands alone between two bytes
+/// (a blank line is two breaks, and joins nothing), in order. A backslash
+/// and `n` is read as a break even after another backslash (`\\n`): a token
+/// may end in a backslash written raw before an escaped break, and reading
+/// too many breaks only adds views.
+fn for_each_lone_break(hay: &[u8], escaped: bool, mut f: impl FnMut(usize, usize, u8, u8)) {
+    let mut at = 0;
+    // Where the last break ended: a break starting there is not alone.
+    let mut last_end = None;
+    let next = |rest: &[u8]| {
+        if escaped {
+            memchr(b'\\', rest)
+        } else {
+            memchr2(b'\n', b'\r', rest)
+        }
+    };
+    // Only breaks of the chosen kind: a raw line may end in a token's own
+    // backslash and `n`.
+    let break_at =
+        |p: usize| line_break(hay, p).filter(|_| (hay.get(p) == Some(&b'\\')) == escaped);
+    while let Some(k) = hay.get(at..).and_then(next) {
+        let p = at + k;
+        let Some(len) = break_at(p) else {
+            at = p + 1;
+            continue;
+        };
+        let end = p + len;
+        let alone = last_end != Some(p) && break_at(end).is_none();
+        if alone
+            && let (Some(before), Some(&after)) =
+                (p.checked_sub(1).and_then(|b| hay.get(b)), hay.get(end))
+        {
+            f(p, len, *before, after);
+        }
+        last_end = Some(end);
+        at = end;
+    }
+}
+
 impl SourceMap for View {
     fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
         let (a, _) = self.source_of(start, &self.start_hint)?;
@@ -293,6 +439,7 @@ mod tests {
         let text = br"a\u00e9%41&amp;b";
         let all = Families {
             escapes: true,
+            lenient: false,
             percent: true,
             refs: true,
         };
@@ -306,8 +453,47 @@ mod tests {
 
     #[test]
     fn only_present_families_get_views() {
-        assert!(Families::present_in(b"plain").views().is_empty());
-        assert_eq!(Families::present_in(b"a%b").views(), [Families::PERCENT]);
-        assert_eq!(Families::present_in(br"a\b&c").views().len(), 3);
+        assert!(Families::present_in(b"plain").views(false).is_empty());
+        assert_eq!(
+            Families::present_in(b"a%b").views(true),
+            [Families::PERCENT]
+        );
+        assert_eq!(Families::present_in(br"a\b&c").views(false).len(), 3);
+        // Each backslash reading alone, and each combined with `&`.
+        assert_eq!(Families::present_in(br"a\b&c").views(true).len(), 5);
+    }
+
+    #[test]
+    fn the_lenient_reading_is_wanted_only_where_it_differs() {
+        assert!(!lenient_differs(br#"a\n\"b\\c\/\u002B"#));
+        assert!(lenient_differs(br"a\x41"));
+        assert!(lenient_differs(br"m\w-te\st"));
+        assert!(lenient_differs(br"\v"));
+        // `\\` is one escape: the `x` after it is plain text.
+        assert!(!lenient_differs(br"\\x41"));
+    }
+
+    #[test]
+    fn a_joined_view_drops_lone_breaks_between_neighbours() {
+        let adjacent = |a: u8, b: u8| (a, b) == (b'c', b'd');
+        let text = b"abc\r\ndef";
+        let view = View::join(text, false, adjacent).map(|v| v.bytes);
+        assert_eq!(view.as_deref(), Some(&b"abcdef"[..]));
+        let escaped = br"abc\r\ndef";
+        assert!(View::join(escaped, false, adjacent).is_none());
+        let view = View::join(escaped, true, adjacent);
+        assert_eq!(view.as_ref().map(|v| &v.bytes[..]), Some(&b"abcdef"[..]));
+        // The break maps back with the occurrence around it.
+        assert_eq!(view.and_then(|v| v.source(1, 5)), Some((1, 9)));
+        // No neighbours across any break: no view.
+        assert!(View::join(b"ab\ncd", false, adjacent).is_none());
+        // A blank line is no wrap.
+        assert!(View::join(b"abc\n\ndef", false, adjacent).is_none());
+        assert!(View::join(br"abc\n\ndef", true, adjacent).is_none());
+        // A break after a backslash joins the backslash to what follows.
+        assert!(View::join(br"abc\\ndef", true, adjacent).is_none());
+        let after_backslash = |a: u8, b: u8| (a, b) == (b'\\', b'd');
+        let view = View::join(br"abc\\ndef", true, after_backslash).map(|v| v.bytes);
+        assert_eq!(view.as_deref(), Some(&br"abc\def"[..]));
     }
 }
