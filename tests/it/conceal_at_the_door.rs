@@ -270,3 +270,86 @@ fn random_tokens_echoed_anywhere_come_out_nowhere() {
         panic!("{failure}");
     }
 }
+
+fn wrap(text: &str, width: usize, line_break: &str) -> String {
+    text.as_bytes()
+        .chunks(width)
+        .map(|line| std::str::from_utf8(line).expect("base64 is ASCII"))
+        .collect::<Vec<_>>()
+        .join(line_break)
+}
+
+/// CONTRACT §5 "Forms across lines", through `send`: base64 wrapped at any
+/// width (MIME 76, PEM 64, others) with `LF`, `CRLF` or JSON's `\n`, and the
+/// token hard-wrapped by one line break. The whole broken occurrence is one
+/// `[redacted]`, in an answer and in the engine's words alike.
+#[tokio::test]
+async fn a_token_broken_across_lines_is_concealed_whole_in_answers_and_refusals() {
+    let engine = MockServer::start().await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([
+            (ADDRESS_VAR, engine.uri().as_str()),
+            (TOKEN_VAR, TOKEN),
+        ]))
+        .build()
+        .expect("builds");
+    let mut echoes = Vec::new();
+    for prefix in ["", "Bearer ", "user:"] {
+        let encoded = STANDARD.encode(format!("{prefix}{TOKEN}"));
+        for (width, line_break) in [(76, "\n"), (64, "\r\n"), (5, "\\n"), (13, "\\r\\n")] {
+            echoes.push(wrap(&encoded, width, line_break));
+        }
+    }
+    for at in [1, 7, TOKEN.len() - 1] {
+        let (head, tail) = TOKEN.split_at(at);
+        for line_break in ["\n", "\r\n", "\\n"] {
+            echoes.push(format!("{head}{line_break}{tail}"));
+        }
+    }
+    for echo in echoes {
+        for status in [200, 402] {
+            engine.reset().await;
+            Mock::given(method("POST"))
+                .respond_with(
+                    ResponseTemplate::new(status).set_body_string(format!("said: {echo} (end)")),
+                )
+                .expect(1)
+                .mount(&engine)
+                .await;
+            let text = match transport.send("{}").await {
+                Ok(answer) => answer.into_text(),
+                Err(refusal) => refusal.reason().to_owned(),
+            };
+            assert!(
+                text.contains(&format!("said: {REDACTED} (end)")),
+                "{echo:?}: {text}"
+            );
+            crate::support::forms::assert_no_form(TOKEN, &format!("{echo:?}"), &text);
+        }
+    }
+}
+
+/// A lenient reader drops the backslash of an escape it does not know, so
+/// `m\w-test-…` and `\x41…` read as the token to it.
+#[tokio::test]
+async fn unknown_escapes_are_read_as_a_lenient_reader_reads_them() {
+    let token = "mw-x41-Q7vX2kP9zR4t";
+    for echo in [
+        r"m\w-x41-Q7vX2kP9zR4t",
+        r"mw-\x41-Q7vX2kP9zR4t",
+        r"mw\-x41-Q7v\X2kP9zR4t",
+    ] {
+        let refusal = refusal_with(
+            token,
+            ResponseTemplate::new(402).set_body_string(format!("account {echo} is empty")),
+        )
+        .await;
+        assert!(
+            refusal
+                .reason()
+                .contains(&format!("\"account {REDACTED} is empty\"")),
+            "{echo}: {}",
+            refusal.reason()
+        );
+    }
+}
