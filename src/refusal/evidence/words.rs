@@ -50,7 +50,7 @@ fn first_line(text: &str) -> &str {
 /// The message of the common JSON error shapes: RFC 9457 problem details
 /// (`title`, `detail`), `{"error": {"message": …}}`, `{"error": "…"}`,
 /// `{"message": …}`, `{"detail": …}`.
-fn json_message(text: &str) -> Option<String> {
+pub(crate) fn json_message(text: &str) -> Option<String> {
     let trimmed = text.trim_start();
     if !trimmed.starts_with('{') {
         return None;
@@ -83,7 +83,7 @@ fn json_message(text: &str) -> Option<String> {
 /// text outside markup, `<script>` and `<style>`. Hand-written rather than a
 /// parser dependency: only the first words of at most 64 KiB are wanted, and
 /// a malformed page must still yield something or nothing, never an error.
-fn html_text(text: &str) -> Option<String> {
+pub(crate) fn html_text(text: &str) -> Option<String> {
     let trimmed = text.trim_start();
     if !trimmed.starts_with('<') {
         return None;
