@@ -35,16 +35,9 @@ async fn predict(transport: &HttpTransport, prompt: &str) -> Option<Prediction> 
         Cause::EngineOutOfCredit => "out of credit; stop sending until it is funded",
         Cause::EngineOverQuota => "over quota; hold this predictor until the window passes",
     };
-    eprintln!(
-        "{prompt:?}: {} ({what})\n  remedy: {}",
-        refusal.cause(),
-        refusal.remedy()
-    );
+    let (cause, remedy) = (refusal.cause(), refusal.remedy());
+    eprintln!("{prompt:?}: {cause} ({what})\n  remedy: {remedy}");
     None
-}
-
-fn reply(status: u16, body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_raw(body.to_owned(), "application/json")
 }
 
 #[tokio::main]
@@ -57,19 +50,15 @@ async fn main() -> Result<(), meterwire::BuildError> {
         ("crash", 503, "upstream failed"),
     ] {
         let mock = Mock::given(method("POST")).and(body_string_contains(asked));
-        mock.respond_with(reply(status, body)).mount(&engine).await;
+        let reply = ResponseTemplate::new(status).set_body_raw(body, "application/json");
+        mock.respond_with(reply).mount(&engine).await;
     }
     let transport = HttpTransport::builder("predict-example")
         .address(format!("{}/v1/predict", engine.uri()))
         .token(SecretString::from("mw-example-0123456789"))
         .header("engine-version", "2025-01-01")
         .build()?;
-    let prompts = [
-        "the cat sat on the",
-        "spend it all",
-        "hurry up",
-        "crash now",
-    ];
+    let prompts = ["the cat sat on", "spend it", "hurry up", "crash now"];
     let tasks = prompts.map(|prompt| {
         let transport = transport.clone(); // clones share one pool
         tokio::spawn(async move { (prompt, predict(&transport, prompt).await) })
@@ -81,9 +70,7 @@ async fn main() -> Result<(), meterwire::BuildError> {
         }
     }
     // No address and no token anywhere: refused before anything is sent.
-    let unset = HttpTransport::builder("predict-example")
-        .env(Env::new())
-        .build()?;
-    predict(&unset, "the cat sat on the").await;
+    let unset = HttpTransport::builder("predict-example").env(Env::new());
+    predict(&unset.build()?, "the cat sat on").await;
     Ok(())
 }
