@@ -80,6 +80,17 @@
 //! | no address, no token, an unusable token | `no-engine`, nothing sent |
 //! | plain `http` to a remote host, userinfo, not `http(s)` | `engine-unreachable`, nothing sent |
 //!
+//! # Retries, limits and what the transport reports
+//!
+//! Retries are opt-in ([`HttpTransportBuilder::retries`] with a
+//! [`RetryPolicy`]) and made only where they cannot double a bill: the
+//! request never reached the engine, the engine asked for the retry with a
+//! hint, or an `Idempotency-Key` lets it recognise the repeat. A `429` or
+//! `503` with a hint holds every clone of the transport until the window
+//! ends ([`HttpTransportBuilder::respect_limits`], on by default). Each send
+//! is a `tracing` span `meterwire.send`, and [`HttpTransport::meter`] counts
+//! sends, attempts, outcomes, bytes and latency.
+//!
 //! # What the transport will not do
 //!
 //! Follow a redirect (the header would reach a host the engine named), use a
