@@ -28,12 +28,23 @@ pub(crate) fn bound_whole(text: &str, max_chars: usize) -> &str {
     let bytes = kept.as_bytes();
     // The longest escape: an HTML reference name of 32 characters, `&`
     // and `;` around it.
-    let from = bytes.len().saturating_sub(34);
-    for at in from..bytes.len() {
+    let mut at = bytes.len().saturating_sub(34);
+    // Backslashes pair up from the left (`\\` is one escape), so a run of
+    // them is read from its start, even where that lies before the window.
+    while at > 0 && bytes[at - 1] == b'\\' {
+        at -= 1;
+    }
+    while at < bytes.len() {
         let rest = &bytes[at..];
         let broken = match rest[0] {
             b'\\' => match rest.get(1) {
                 None => true,
+                // An escaped backslash, whole: its second half starts
+                // nothing.
+                Some(b'\\') => {
+                    at += 2;
+                    continue;
+                }
                 Some(b'u') => rest.len() < 6,
                 Some(b'x') => rest.len() < 4,
                 Some(_) => false,
@@ -51,6 +62,7 @@ pub(crate) fn bound_whole(text: &str, max_chars: usize) -> &str {
             // `at` is an ASCII byte, so a character boundary.
             return &kept[..at];
         }
+        at += 1;
     }
     kept
 }
@@ -119,6 +131,9 @@ mod tests {
             ("abc%41def", 5, "abc"),
             ("abc%41def", 6, "abc%41"),
             ("abc\\", 4, "abc\\"),
+            ("ab\\\\cd", 4, "ab\\\\"),
+            ("ab\\\\cd", 3, "ab"),
+            ("ab\\\\\\u0041", 7, "ab\\\\"),
             ("abc\\ndef", 4, "abc"),
             ("a & b and more", 4, "a & "),
             ("plain text here", 5, "plain"),
@@ -126,6 +141,17 @@ mod tests {
         ] {
             assert_eq!(bound_whole(text, max), kept, "{text:?} at {max}");
         }
+    }
+
+    /// Found by the `words` fuzz target: a cut right after an escaped
+    /// backslash (`\\`) took its second half for a backslash that starts an
+    /// escape, and kept a lone `\`.
+    #[test]
+    fn a_whole_bound_keeps_an_escaped_backslash_whole() {
+        let text =
+            "0%\u{fffd}1<22 &amp; \\\\1u70\x181%?4</hea &amp; \\\\1u70\x181%?4</head></htMl>";
+        assert_eq!(bound_whole(text, 16), "0%\u{fffd}1<22 &amp; \\\\");
+        assert_eq!(bound_whole(text, 15), "0%\u{fffd}1<22 &amp; ");
     }
 
     #[test]
