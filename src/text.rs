@@ -21,19 +21,41 @@ pub(crate) fn bound(text: &str, max_chars: usize) -> &str {
 /// secret the concealer saw no trace of. An escape the cut would break is
 /// dropped whole. Every bound on concealed outside text is this one.
 pub(crate) fn bound_whole(text: &str, max_chars: usize) -> &str {
-    let kept = bound(text, max_chars);
+    let mut kept = bound(text, max_chars);
     if kept.len() == text.len() {
         return kept;
     }
-    let bytes = kept.as_bytes();
+    // Dropping an escape can leave another one broken at the new end (`\&`
+    // and `amp` cut after the `a`: dropping `&a` leaves `\`), so cut until
+    // none is. Each cut shortens the text, and each look is bounded.
+    while let Some(at) = broken_escape(kept.as_bytes()) {
+        // `at` is an ASCII byte, so a character boundary.
+        kept = &kept[..at];
+    }
+    kept
+}
+
+/// Where the escape that the end of `bytes` cuts in two starts, if one is.
+fn broken_escape(bytes: &[u8]) -> Option<usize> {
     // The longest escape: an HTML reference name of 32 characters, `&`
     // and `;` around it.
-    let from = bytes.len().saturating_sub(34);
-    for at in from..bytes.len() {
+    let mut at = bytes.len().saturating_sub(34);
+    // Backslashes pair up from the left (`\\` is one escape), so a run of
+    // them is read from its start, even where that lies before the window.
+    while at > 0 && bytes[at - 1] == b'\\' {
+        at -= 1;
+    }
+    while at < bytes.len() {
         let rest = &bytes[at..];
         let broken = match rest[0] {
             b'\\' => match rest.get(1) {
                 None => true,
+                // An escaped backslash, whole: its second half starts
+                // nothing.
+                Some(b'\\') => {
+                    at += 2;
+                    continue;
+                }
                 Some(b'u') => rest.len() < 6,
                 Some(b'x') => rest.len() < 4,
                 Some(_) => false,
@@ -48,11 +70,11 @@ pub(crate) fn bound_whole(text: &str, max_chars: usize) -> &str {
             _ => false,
         };
         if broken {
-            // `at` is an ASCII byte, so a character boundary.
-            return &kept[..at];
+            return Some(at);
         }
+        at += 1;
     }
-    kept
+    None
 }
 
 /// `text` with every control character (line breaks, escapes, NUL) turned
@@ -119,6 +141,9 @@ mod tests {
             ("abc%41def", 5, "abc"),
             ("abc%41def", 6, "abc%41"),
             ("abc\\", 4, "abc\\"),
+            ("ab\\\\cd", 4, "ab\\\\"),
+            ("ab\\\\cd", 3, "ab"),
+            ("ab\\\\\\u0041", 7, "ab\\\\"),
             ("abc\\ndef", 4, "abc"),
             ("a & b and more", 4, "a & "),
             ("plain text here", 5, "plain"),
@@ -126,6 +151,28 @@ mod tests {
         ] {
             assert_eq!(bound_whole(text, max), kept, "{text:?} at {max}");
         }
+    }
+
+    /// Found by the `words` fuzz target: a cut right after an escaped
+    /// backslash (`\\`) took its second half for a backslash that starts an
+    /// escape, and kept a lone `\`.
+    #[test]
+    fn a_whole_bound_keeps_an_escaped_backslash_whole() {
+        let text =
+            "0%\u{fffd}1<22 &amp; \\\\1u70\x181%?4</hea &amp; \\\\1u70\x181%?4</head></htMl>";
+        assert_eq!(bound_whole(text, 16), "0%\u{fffd}1<22 &amp; \\\\");
+        assert_eq!(bound_whole(text, 15), "0%\u{fffd}1<22 &amp; ");
+    }
+
+    /// Found by the `words` fuzz target: the cut broke `&heap`, and dropping
+    /// it left the `\` of the `\&` before it alone at the end.
+    #[test]
+    fn a_whole_bound_leaves_no_escape_broken_by_its_own_cut() {
+        let text = "2\u{1}\0b \0;2 &amp; \\&heap\u{fffd}\u{fffd}\u{fffd}\u{fffd} \u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\\&heap\u{fffd};";
+        let kept = bound_whole(text, 53);
+        assert!(!kept.ends_with('\\'), "{kept:?}");
+        assert_eq!(kept.chars().count(), 47);
+        assert_eq!(bound_whole("ab\\&amp;cd", 4), "ab");
     }
 
     #[test]

@@ -216,16 +216,23 @@ fn reading_of(out: &[u8], token: &[u8], mask_marker: bool) -> Option<String> {
     let open_end = ends_in_open_escape(token);
     for (name, reading) in &readings {
         // A token that ends in an unfinished escape (`…%2`, `…\u00`,
-        // `…&#6`) is read, where an engine echoed it encoded, together with
-        // the character after the echo: `%252` then `d` is `%2d` two layers
-        // down, and the token is not there. When that next character was
-        // itself concealed, the marker stands after the echo and the token
-        // reads whole (token `d/%2`, text `%26%23x64%3B%5C%2F%252d/%2`,
-        // out `%26%23x64%3B%5C%2F%252[redacted]`, read percent-decoded then
-        // all three decoded). The text never held the token in a form §5
-        // names, so such an occurrence, ending at the marker, is skipped;
-        // any other occurrence still counts.
-        let counts = |at: usize| !(open_end && reading.get(at + token.len()) == Some(&0));
+        // `…&#6`) is read together with the character after it. Where the
+        // token and an echo of it touch, one reads into the other: `%252`
+        // then `d` is `%2d` two layers down, `%d` then `bXUh…` is `%db`
+        // then `XUh…`, and the echo is not there to be read. When the
+        // concealer replaces the one, the marker stands beside the other,
+        // and it reads whole: token `d/%2`, text `%26%23x64%3B%5C%2F%252d/%2`,
+        // out `%26%23x64%3B%5C%2F%252[redacted]` (percent-decoded, then all
+        // three decoded); token `mu!/<p<?>A%d`, text
+        // `bXUhLzxwPD8%2BQSVkmu!/<p<?>A%dbXUhLzxwPD8%2BQSVk`, out
+        // `[redacted]bXUhLzxwPD8%2BQSVk` (percent-decoded, then base64).
+        // The text never held that echo in a form §5 names, so for such a
+        // token an occurrence, or a base64 run, that touches a marker is
+        // skipped; any other occurrence still counts.
+        let touches_marker = |start: usize, end: usize| {
+            start > 0 && reading[start - 1] == 0 || reading.get(end) == Some(&0)
+        };
+        let counts = |at: usize| !(open_end && touches_marker(at, at + token.len()));
         if occurrences(reading, token).any(counts) {
             return Some(name.clone());
         }
@@ -233,7 +240,11 @@ fn reading_of(out: &[u8], token: &[u8], mask_marker: bool) -> Option<String> {
             ("base64", b64_std as fn(u8) -> Option<u8>),
             ("base64url", b64_url),
         ] {
-            for run in runs(reading, value) {
+            for (start, end) in runs(reading, value) {
+                if open_end && touches_marker(start, end) {
+                    continue;
+                }
+                let run = &reading[start..end];
                 for offset in 0..4 {
                     if contains(&base64(&run[offset.min(run.len())..], value), token) {
                         return Some(format!("{name}, {alphabet} at offset {offset}"));
@@ -492,11 +503,19 @@ fn b64_url(b: u8) -> Option<u8> {
     }
 }
 
-/// The maximal runs of one alphabet's characters.
-fn runs(text: &[u8], value: fn(u8) -> Option<u8>) -> Vec<&[u8]> {
-    text.split(|&b| value(b).is_none())
-        .filter(|run| run.len() >= 2)
-        .collect()
+/// The maximal runs of one alphabet's characters, as `(start, end)`.
+fn runs(text: &[u8], value: fn(u8) -> Option<u8>) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let mut start = 0;
+    for (at, &b) in text.iter().enumerate().chain([(text.len(), &b'.')]) {
+        if value(b).is_none() || at == text.len() {
+            if at - start >= 2 {
+                found.push((start, at));
+            }
+            start = at + 1;
+        }
+    }
+    found
 }
 
 /// Every whole byte the characters spell, from the first.
