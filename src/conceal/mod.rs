@@ -345,6 +345,34 @@ impl fmt::Debug for Concealer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `conceal` fuzz target: the token's raw hit began on the
+    /// second hex digit of `%ca`, and the `%c` left beside the marker read
+    /// as a literal `%`, completing `\u0061)%44%` (the token `a)D%`,
+    /// JSON- then percent-decoded) from the text before it.
+    #[test]
+    fn a_marker_never_leaves_half_an_escape_beside_it() {
+        let concealer = Concealer::new(["a)D%"]);
+        let text = "&\\i\\u0061)%44%ca)D%";
+        let out = concealer.conceal(text);
+        assert!(!out.contains("%c["), "{out:?}");
+        assert!(out.ends_with(REDACTED), "{out:?}");
+        // An escape straddling either edge goes whole; one that does not
+        // stays.
+        let concealer = Concealer::new(["abc-0123456789"]);
+        assert_eq!(concealer.conceal("x %4abc-0123456789 y"), "x [redacted] y");
+        assert_eq!(
+            concealer.conceal("x %zabc-0123456789 y"),
+            "x %z[redacted] y"
+        );
+        assert_eq!(
+            concealer.conceal("x %41abc-0123456789 y"),
+            "x %41[redacted] y"
+        );
+        let concealer = Concealer::new(["mw-0123456789%4"]);
+        assert_eq!(concealer.conceal("x mw-0123456789%41 y"), "x [redacted] y");
+        assert_eq!(concealer.conceal("x mw-0123456789%4z y"), "x [redacted]z y");
+    }
     use base64::Engine as _;
     use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 

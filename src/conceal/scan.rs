@@ -2,6 +2,7 @@
 //! source text it came from, and the spans merged and replaced at the end.
 
 use super::REDACTED;
+use super::escapes::{char_ref, json_escape, percent_escape};
 use super::patterns::{Kind, Search};
 use super::views::View;
 use aho_corasick::Input;
@@ -253,7 +254,11 @@ impl<'t> Spans<'t> {
         }
         self.spans.sort_unstable();
         let mut merged: Vec<(usize, usize)> = Vec::with_capacity(self.spans.len());
-        for (start, end) in self.spans {
+        let spans = self
+            .spans
+            .into_iter()
+            .map(|span| whole_escapes(text.as_bytes(), span));
+        for (start, end) in spans {
             match merged.last_mut() {
                 Some(last) if start <= last.1 => last.1 = last.1.max(end),
                 _ => merged.push((start, end)),
@@ -269,6 +274,52 @@ impl<'t> Spans<'t> {
         out.push_str(text.get(at..).unwrap_or_default());
         Cow::Owned(out)
     }
+}
+
+/// The longest escape a marker's edge can cut: an HTML reference of a
+/// 32-character name with its `&` and `;`.
+const LONGEST_ESCAPE: usize = 34;
+
+/// How many escapes a span's edge may take in, one after the other.
+const MOST_WIDENINGS: usize = 4;
+
+/// The length of the escape (JSON/JavaScript, percent, character
+/// reference) that starts at `p`, if one does.
+fn escape_len(text: &[u8], p: usize) -> Option<usize> {
+    let found = match text.get(p)? {
+        b'\\' => json_escape(text, p),
+        b'%' => percent_escape(text, p),
+        b'&' => char_ref(text, p),
+        _ => None,
+    };
+    found.map(|(len, _)| len)
+}
+
+/// A span widened so that no escape straddles its edges. A marker that
+/// replaced the second half of an escape leaves the first half to be read
+/// on its own (`%c` beside the marker reads as a literal `%`), which can
+/// complete a token from what precedes it; an escape straddling either edge
+/// is taken into the span whole.
+fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, usize) {
+    for _ in 0..MOST_WIDENINGS {
+        let straddling = (start.saturating_sub(LONGEST_ESCAPE)..start)
+            .find(|&p| escape_len(text, p).is_some_and(|len| p + len > start));
+        match straddling {
+            Some(p) => start = p,
+            None => break,
+        }
+    }
+    for _ in 0..MOST_WIDENINGS {
+        let straddling = (end.saturating_sub(LONGEST_ESCAPE)..end)
+            .filter_map(|p| escape_len(text, p).map(|len| p + len))
+            .filter(|&escape_end| escape_end > end)
+            .max();
+        match straddling {
+            Some(escape_end) => end = escape_end.min(text.len()),
+            None => break,
+        }
+    }
+    (start, end)
 }
 
 #[cfg(test)]
