@@ -59,8 +59,12 @@ fuzz_target!(|data: &[u8]| {
         // The marker itself, or the marker and the text beside it, can
         // spell the token or a base64 core of it (a token `acte`, or `d]ab`
         // beside `ab`); that is not the token coming back from the text.
+        // And a token ending in an unfinished escape reads whole beside a
+        // marker where the text read it with what the marker replaced (see
+        // `reading_of`): concealing again then takes that echo too.
         let marker_spells_it = concealer.conceal(REDACTED) != REDACTED
-            || reading_of(out.as_bytes(), token.as_bytes(), false).is_some();
+            || reading_of(out.as_bytes(), token.as_bytes(), false, false).is_some()
+            || reading_of(out.as_bytes(), token.as_bytes(), true, false).is_some();
         assert!(
             marker_spells_it,
             "concealing again changed the output:\n token {token:?}\n text {text:?}\n out  {out:?}\n again {again:?}"
@@ -194,10 +198,12 @@ fn percent_all(text: &[u8]) -> Vec<u8> {
 /// what the marker spells with its neighbours is not taken for the token
 /// (the concealer's own words are not an echo).
 fn holds(out: &str, token: &[u8]) -> Option<String> {
-    reading_of(out.as_bytes(), token, true)
+    reading_of(out.as_bytes(), token, true, true)
 }
 
-fn reading_of(out: &[u8], token: &[u8], mask_marker: bool) -> Option<String> {
+/// `skip_open_end`: whether to skip what a token ending in an unfinished
+/// escape spells beside a marker (see below).
+fn reading_of(out: &[u8], token: &[u8], mask_marker: bool, skip_open_end: bool) -> Option<String> {
     let text = if mask_marker { mask(out) } else { out.to_vec() };
     let decoders: [(&str, fn(&[u8]) -> Vec<u8>); 4] = [
         ("json", json),
@@ -213,7 +219,7 @@ fn reading_of(out: &[u8], token: &[u8], mask_marker: bool) -> Option<String> {
         }
         readings.push((outer.to_owned(), once));
     }
-    let open_end = ends_in_open_escape(token);
+    let open_end = skip_open_end && ends_in_open_escape(token);
     for (name, reading) in &readings {
         // A token that ends in an unfinished escape (`…%2`, `…\u00`,
         // `…&#6`) is read together with the character after it. Where the
