@@ -369,6 +369,11 @@ mod tests {
             concealer.conceal("x %41abc-0123456789 y"),
             "x %41[redacted] y"
         );
+        // An echo whose last `%` read with the next occurrence's first
+        // letters (`%ab`): once that occurrence is a marker, the echo would
+        // read whole (`%61bc%` is `abc%`), so the escape goes with the span.
+        let concealer = Concealer::new(["abc%"]);
+        assert_eq!(concealer.conceal("%61bc%abc%"), "%61bc[redacted]");
         let concealer = Concealer::new(["mw-0123456789%4"]);
         assert_eq!(concealer.conceal("x mw-0123456789%41 y"), "x [redacted] y");
         assert_eq!(concealer.conceal("x mw-0123456789%4z y"), "x [redacted]z y");
