@@ -41,7 +41,7 @@ use crate::config::{self, Armed, Given, HeaderProblem};
 use crate::limits::Limits;
 use crate::meter::{Meter, MeterSnapshot};
 use crate::refusal::before_send as held;
-use crate::refusal::evidence::request_id::request_id;
+use crate::refusal::evidence::request_id::{REQUEST_ID_HEADERS, request_id};
 use crate::refusal::evidence::words::{DETAIL_READ_LIMIT, engine_value};
 use crate::refusal::failure::{self, Failure, classify, refusal_for_failure};
 use crate::refusal::status::refusal_for_status;
@@ -923,9 +923,10 @@ impl HttpTransport {
     }
 }
 
-/// Every header the crate reads: retry hints and their clock, rate-limit
-/// fields, request ids, the challenge and a redirect's target.
-const READ_HEADERS: [&str; 15] = [
+/// Every header the crate reads besides the request ids (whose list is
+/// `request_id::REQUEST_ID_HEADERS`): retry hints and their clock,
+/// rate-limit fields, the challenge and a redirect's target.
+const READ_HEADERS: [&str; 10] = [
     "retry-after",
     "retry-after-ms",
     "date",
@@ -934,11 +935,6 @@ const READ_HEADERS: [&str; 15] = [
     "ratelimit-reset",
     "x-ratelimit-remaining-requests",
     "x-ratelimit-reset-requests",
-    "x-request-id",
-    "request-id",
-    "x-amzn-requestid",
-    "x-correlation-id",
-    "cf-ray",
     "www-authenticate",
     "location",
 ];
@@ -949,7 +945,8 @@ const READ_HEADERS: [&str; 15] = [
 /// does not read are left out: nothing could quote them.
 fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
     let mut concealed = HeaderMap::new();
-    let read = READ_HEADERS.iter().flat_map(|name| {
+    let names = READ_HEADERS.iter().chain(REQUEST_ID_HEADERS.iter());
+    let read = names.flat_map(|name| {
         headers
             .get_all(*name)
             .iter()

@@ -3,7 +3,7 @@
 use reqwest::header::HeaderMap;
 
 /// The headers an engine's request id arrives in, most common first.
-const REQUEST_ID_HEADERS: [&str; 5] = [
+pub(crate) const REQUEST_ID_HEADERS: [&str; 5] = [
     "x-request-id",
     "request-id",
     "x-amzn-requestid",
