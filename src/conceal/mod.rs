@@ -27,7 +27,7 @@ mod views;
 
 use crate::Env;
 use patterns::{Matcher, Search, compile};
-use scan::{Nested, Raw, SourceMap, Spans, scan};
+use scan::{Nested, Raw, Shifted, SourceMap, Spans, scan};
 use shapes::scrub_shapes;
 use std::borrow::Cow;
 use std::fmt;
@@ -215,6 +215,18 @@ impl Concealer {
     /// assert!(matches!(concealer.conceal("nothing here"), Cow::Borrowed(_)));
     /// ```
     pub fn conceal<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.conceal_by(text, Decoding::Windows)
+    }
+
+    /// [`Concealer::conceal`] as it was before views were decoded in
+    /// windows: every view over the whole text. The differential check
+    /// holds the two to the same output.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn conceal_whole<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.conceal_by(text, Decoding::Whole)
+    }
+
+    fn conceal_by<'t>(&self, text: &'t str, decoding: Decoding) -> Cow<'t, str> {
         let search = match &self.inner.matcher {
             Matcher::Nothing => return Cow::Borrowed(text),
             Matcher::FailClosed if text.is_empty() => return Cow::Borrowed(text),
@@ -229,33 +241,11 @@ impl Concealer {
         if !search.any_relevant_escape(bytes, present) {
             return spans.replace();
         }
-        let lenient = present.has_escapes() && lenient_differs(bytes);
-        for families in present.views(lenient) {
-            let view = View::decode(bytes, families);
-            // Triggers that start no escape (`%%%%`, `&&&&`) leave the text
-            // as it is: its scan and its own views are the ones above.
-            if view.decoded() == 0 {
-                continue;
-            }
-            scan(search, &view.bytes, &view, &mut spans);
-            scan_joined(search, &view.bytes, Some(&view), &mut spans);
-            // One layer more, the same way, for what was encoded twice: an
-            // error quoting upstream JSON as a JSON string (`\\u002B`), a
-            // percent-encoded JSON body (`%5Cu002B`).
-            let present = Families::present_in(&view.bytes);
-            let lenient = present.has_escapes() && lenient_differs(&view.bytes);
-            for inner in present.views(lenient) {
-                let nested = View::decode(&view.bytes, inner);
-                if nested.decoded() == 0 {
-                    continue;
-                }
-                let map = Nested {
-                    outer: &view,
-                    inner: &nested,
-                };
-                scan(search, &nested.bytes, &map, &mut spans);
-                scan_joined(search, &nested.bytes, Some(&map), &mut spans);
-            }
+        match decoding {
+            // Until the windows are built, every view is whole.
+            Decoding::Windows => views_of(search, bytes, 0, &mut spans),
+            #[cfg(any(test, fuzzing))]
+            Decoding::Whole => views_of(search, bytes, 0, &mut spans),
         }
         spans.replace()
     }
@@ -301,6 +291,55 @@ impl Concealer {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.inner.secrets == 0
+    }
+}
+
+/// Where the views are decoded.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Decoding {
+    /// Only in windows around the escapes that can matter.
+    Windows,
+    /// Over the whole text: the reference the windows are checked against.
+    #[cfg(any(test, fuzzing))]
+    Whole,
+}
+
+/// Scans every decoded view of `hay` (and every view of those views, one
+/// layer deep), each with its joined views, recording what each hit
+/// conceals; `hay` is the text's bytes from `offset` on.
+fn views_of(search: &Search, hay: &[u8], offset: usize, spans: &mut Spans) {
+    let present = Families::present_in(hay);
+    let lenient = present.has_escapes() && lenient_differs(hay);
+    for families in present.views(lenient) {
+        let view = View::decode(hay, families);
+        // Triggers that start no escape (`%%%%`, `&&&&`) leave the text
+        // as it is: its scan and its own views are the ones above.
+        if view.decoded() == 0 {
+            continue;
+        }
+        let outer = Shifted {
+            inner: &view,
+            by: offset,
+        };
+        scan(search, &view.bytes, &outer, spans);
+        scan_joined(search, &view.bytes, Some(&outer), spans);
+        // One layer more, the same way, for what was encoded twice: an
+        // error quoting upstream JSON as a JSON string (`\\u002B`), a
+        // percent-encoded JSON body (`%5Cu002B`).
+        let present = Families::present_in(&view.bytes);
+        let lenient = present.has_escapes() && lenient_differs(&view.bytes);
+        for inner in present.views(lenient) {
+            let nested = View::decode(&view.bytes, inner);
+            if nested.decoded() == 0 {
+                continue;
+            }
+            let map = Nested {
+                outer: &outer,
+                inner: &nested,
+            };
+            scan(search, &nested.bytes, &map, spans);
+            scan_joined(search, &nested.bytes, Some(&map), spans);
+        }
     }
 }
 

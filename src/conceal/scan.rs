@@ -192,6 +192,23 @@ impl SourceMap for Nested<'_> {
     }
 }
 
+/// A map into a window of the text that starts `by` bytes in.
+pub(super) struct Shifted<'m> {
+    pub(super) inner: &'m dyn SourceMap,
+    pub(super) by: usize,
+}
+
+impl SourceMap for Shifted<'_> {
+    fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
+        let (a, b) = self.inner.source(start, end)?;
+        Some((a + self.by, b + self.by))
+    }
+
+    fn copied(&self, start: usize, end: usize) -> bool {
+        self.inner.copied(start, end)
+    }
+}
+
 /// The source spans to conceal, widened to char boundaries.
 pub(super) struct Spans<'t> {
     text: &'t str,
@@ -252,18 +269,17 @@ impl<'t> Spans<'t> {
         if self.spans.is_empty() {
             return Cow::Borrowed(text);
         }
+        // Merged before they are widened, and again after: what is
+        // concealed then depends only on which bytes the hits covered, not
+        // on the order or the pieces in which they were found.
         self.spans.sort_unstable();
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(self.spans.len());
-        let spans = self
-            .spans
+        let merged = merge(self.spans);
+        let mut widened: Vec<(usize, usize)> = merged
             .into_iter()
-            .map(|span| whole_escapes(text.as_bytes(), span));
-        for (start, end) in spans {
-            match merged.last_mut() {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => merged.push((start, end)),
-            }
-        }
+            .map(|span| whole_escapes(text.as_bytes(), span))
+            .collect();
+        widened.sort_unstable();
+        let merged = merge(widened);
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
         for (start, end) in merged {
@@ -274,6 +290,18 @@ impl<'t> Spans<'t> {
         out.push_str(text.get(at..).unwrap_or_default());
         Cow::Owned(out)
     }
+}
+
+/// Sorted spans, with the overlapping and touching ones merged.
+fn merge(spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
 }
 
 /// The longest escape a marker's edge can cut: an HTML reference of a
