@@ -19,11 +19,13 @@
 
 pub(crate) mod escapes;
 mod patterns;
+mod positions;
 #[cfg(test)]
 mod properties;
 mod scan;
 mod shapes;
 mod views;
+mod windows;
 
 use crate::Env;
 use patterns::{Matcher, Search, compile};
@@ -32,7 +34,8 @@ use shapes::scrub_shapes;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
-use views::{Families, View, lenient_differs};
+use views::{Families, View, joins, lenient_differs};
+use windows::windows;
 
 /// What every concealed secret, and every scrubbed credential, is replaced by.
 ///
@@ -236,16 +239,31 @@ impl Concealer {
         let mut spans = Spans::new(text);
         let bytes = text.as_bytes();
         scan(search, bytes, &Raw, &mut spans);
-        scan_joined(search, bytes, None, &mut spans);
         let present = Families::present_in(bytes);
-        if !search.any_relevant_escape(bytes, present) {
-            return spans.replace();
-        }
+        let mut seeds = Vec::new();
         match decoding {
-            // Until the windows are built, every view is whole.
-            Decoding::Windows => views_of(search, bytes, 0, &mut spans),
+            Decoding::Windows => {
+                let raw_joins = scan_joined_in_windows(search, bytes, &mut spans);
+                if !search.seeds(bytes, present, &mut seeds) {
+                    return spans.replace();
+                }
+                // A view joins raw lines too, around escapes decoded
+                // between them.
+                seeds.extend(raw_joins);
+                seeds.sort_unstable();
+                for (start, end) in windows(bytes, &seeds, &search.separator) {
+                    let window = bytes.get(start..end).unwrap_or_default();
+                    views_of(search, window, start, &mut spans);
+                }
+            }
             #[cfg(any(test, fuzzing))]
-            Decoding::Whole => views_of(search, bytes, 0, &mut spans),
+            Decoding::Whole => {
+                scan_joined(search, bytes, None, &mut spans);
+                if !search.seeds(bytes, present, &mut seeds) {
+                    return spans.replace();
+                }
+                views_of(search, bytes, 0, &mut spans);
+            }
         }
         spans.replace()
     }
@@ -341,6 +359,30 @@ fn views_of(search: &Search, hay: &[u8], offset: usize, spans: &mut Spans) {
             scan_joined(search, &nested.bytes, Some(&map), spans);
         }
     }
+}
+
+/// Scans the joined views of the text, each only in the windows around the
+/// breaks it drops; returns the raw breaks, which the views join too.
+fn scan_joined_in_windows(search: &Search, text: &[u8], spans: &mut Spans) -> Vec<(usize, usize)> {
+    let adjacent = |a, b| search.adjacent(a, b);
+    let mut raw = Vec::new();
+    for escaped in [false, true] {
+        let joins = joins(text, escaped, adjacent);
+        for (start, end) in windows(text, &joins, &search.separator) {
+            let window = text.get(start..end).unwrap_or_default();
+            if let Some(joined) = View::join(window, escaped, adjacent) {
+                let map = Shifted {
+                    inner: &joined,
+                    by: start,
+                };
+                scan(search, &joined.bytes, &map, spans);
+            }
+        }
+        if !escaped {
+            raw = joins;
+        }
+    }
+    raw
 }
 
 /// Scans the joined views of `hay` (its raw lines joined, and its

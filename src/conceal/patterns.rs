@@ -92,6 +92,10 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     for byte in (b'0'..=b'9').chain(b'A'..=b'Z').chain(b'a'..=b'z') {
         relevant[usize::from(byte)] = true;
     }
+    let backslash = backslash_table(&relevant);
+    let separator: [bool; 256] = std::array::from_fn(|b| {
+        b < 0x80 && !relevant[b] && b != usize::from(b'\r') && b != usize::from(b'\n')
+    });
     // Leftmost-longest rather than overlapping semantics: it lets the
     // automaton skip ahead with a vectorized prefilter (Teddy) instead of
     // stepping through every byte, about ten times faster on text with
@@ -121,6 +125,8 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             kinds,
             core_prefix,
             relevant,
+            backslash,
+            separator,
             pairs,
         })),
         Err(_) => Matcher::FailClosed,
@@ -140,6 +146,13 @@ pub(super) struct Search {
     /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a
     /// base64 run is made of.
     relevant: [bool; 256],
+    /// What [`Search::seeds`] makes of a backslash before each byte other
+    /// than `u` and `x` (whose escapes run on): [`Seed`] flags.
+    backslash: [u8; 256],
+    /// The bytes two of which, side by side, no hit and no escape can
+    /// span: ASCII that is not relevant (so in no pattern, no escape's
+    /// body and no base64 run) and no line break. See [`windows`].
+    pub(super) separator: [bool; 256],
     /// Which two bytes stand next to each other in some pattern, one bit
     /// per pair: only a line break between such neighbours can lie inside
     /// a hit.
@@ -147,18 +160,32 @@ pub(super) struct Search {
 }
 
 impl Search {
-    /// Whether any escape, wherever a trigger starts one, decodes to a
-    /// relevant byte. When none does, no view can add a hit: a hit in a
-    /// view is all pattern bytes, so it holds no decoded byte and is a copy
-    /// of the text, which the raw scan has searched; and a second layer
-    /// finds only triggers the text itself holds, starting escapes that are
-    /// the text's own or that would need a relevant decoded byte to go on.
-    /// Every view parses its escapes at trigger positions with the same
-    /// decoders, so checking every trigger once covers them all. Text
-    /// whose escapes are newlines and quotes (`\n`, `\"`) then costs one
-    /// visit per escape instead of decoded views.
-    pub(super) fn any_relevant_escape(&self, text: &[u8], present: Families) -> bool {
-        let matters = |decoded: Option<(usize, Decoded)>| match decoded {
+    /// The escapes a view must be decoded around, pushed to `seeds` as
+    /// source spans in order, and whether any of them decodes to a relevant
+    /// byte.
+    ///
+    /// When none decodes to a relevant byte, no view can add a hit: a hit
+    /// in a view is all pattern bytes, so it holds no decoded byte and is a
+    /// copy of the text, which the raw scan has searched; and a second
+    /// layer finds only triggers the text itself holds, starting escapes
+    /// that are the text's own or that would need a relevant decoded byte
+    /// to go on. Every view parses its escapes at trigger positions with
+    /// the same decoders, so checking every trigger once covers them all.
+    /// Text whose escapes are newlines and quotes (`\n`, `\"`) then costs
+    /// one visit per escape instead of decoded views.
+    ///
+    /// Otherwise the seeds are every escape that decodes to a relevant
+    /// byte, and every escape other than JSON's `\n` and `\r` that decodes
+    /// to a line break (`%0A`, `&#10;`, `\u000A`): a view joins the lines
+    /// around it, which the joined views of the text itself, reading only
+    /// raw and JSON breaks, do not.
+    pub(super) fn seeds(
+        &self,
+        text: &[u8],
+        present: Families,
+        seeds: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let relevant = |decoded: Option<(usize, Decoded)>| match decoded {
             None => false,
             Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
             Some((_, Decoded::Char(c))) => {
@@ -168,25 +195,97 @@ impl Search {
                     .any(|b| self.relevant[usize::from(b)])
             }
         };
-        // A backslash is read two ways, JavaScript's and a lenient JSON
-        // reader's (`\x41` is `A` or `x41`).
-        let relevant = |p: usize| match text.get(p) {
-            Some(b'\\') => matters(json_escape(text, p)) || matters(lenient_escape(text, p)),
-            Some(b'%') => matters(percent_escape(text, p)),
-            _ => matters(char_ref(text, p)),
+        let line_break = |decoded: Option<(usize, Decoded)>| {
+            matches!(
+                decoded,
+                Some((_, Decoded::Byte(b'\n' | b'\r') | Decoded::Char('\n' | '\r')))
+            )
         };
-        // Every trigger of a present family, once: `at` moves past each.
-        // `next_trigger` rather than an iterator, for its fast path in a
-        // run of triggers.
-        let mut at = 0;
-        while let Some(p) = present.next_trigger(text, at) {
-            if relevant(p) {
-                return true;
+        let len = |decoded: Option<(usize, Decoded)>| decoded.map_or(1, |(len, _)| len);
+        let mut any = false;
+        // Every trigger of a present family, once.
+        for p in present.triggers(text) {
+            // A backslash is read two ways, JavaScript's and a lenient JSON
+            // reader's (`\x41` is `A` or `x41`).
+            let (matters, breaks, end) = match text.get(p) {
+                Some(b'\\')
+                    if let Some(&next) = text.get(p + 1)
+                        && !matches!(next, b'u' | b'x') =>
+                {
+                    let seed = self.backslash[usize::from(next)];
+                    (seed & Seed::RELEVANT != 0, seed & Seed::BREAK != 0, p + 2)
+                }
+                Some(b'\\') => {
+                    let (js, lenient) = (json_escape(text, p), lenient_escape(text, p));
+                    let json_break = matches!(text.get(p + 1), Some(b'n' | b'r'));
+                    (
+                        relevant(js) || relevant(lenient),
+                        !json_break && (line_break(js) || line_break(lenient)),
+                        p + len(js).max(len(lenient)),
+                    )
+                }
+                Some(b'%') => {
+                    let decoded = percent_escape(text, p);
+                    (relevant(decoded), line_break(decoded), p + len(decoded))
+                }
+                _ => {
+                    let decoded = char_ref(text, p);
+                    (relevant(decoded), line_break(decoded), p + len(decoded))
+                }
+            };
+            any |= matters;
+            if matters || breaks {
+                seeds.push((p, end));
             }
-            at = p + 1;
         }
-        false
+        any
     }
+}
+
+/// Flags of a trigger for [`Search::seeds`].
+struct Seed;
+
+impl Seed {
+    /// It decodes to a relevant byte.
+    const RELEVANT: u8 = 1;
+    /// It decodes to a line break, and is not JSON's `\n` or `\r`.
+    const BREAK: u8 = 2;
+}
+
+/// [`Search::seeds`]'s reading of a backslash before each byte, for the
+/// two-byte escapes, whose meaning the byte alone decides: one lookup per
+/// backslash in text that escapes a newline or a quote every few dozen
+/// bytes. The decoders themselves fill it, so the two cannot disagree.
+fn backslash_table(relevant: &[bool; 256]) -> [u8; 256] {
+    std::array::from_fn(|next| {
+        let Ok(next) = u8::try_from(next) else {
+            return 0;
+        };
+        let escape = [b'\\', next];
+        let mut seed = 0;
+        for decoded in [json_escape(&escape, 0), lenient_escape(&escape, 0)] {
+            let bytes = match decoded {
+                Some((_, Decoded::Byte(b))) => [b, 0, 0, 0],
+                Some((_, Decoded::Char(c))) => {
+                    let mut buf = [0u8; 4];
+                    c.encode_utf8(&mut buf);
+                    buf
+                }
+                None => continue,
+            };
+            let len = match decoded {
+                Some((_, Decoded::Char(c))) => c.len_utf8(),
+                _ => 1,
+            };
+            if bytes[..len].iter().any(|&b| relevant[usize::from(b)]) {
+                seed |= Seed::RELEVANT;
+            }
+            if matches!(bytes[0], b'\n' | b'\r') && !matches!(next, b'n' | b'r') {
+                seed |= Seed::BREAK;
+            }
+        }
+        seed
+    })
 }
 
 impl Search {

@@ -2,6 +2,7 @@
 //! each decoded byte remembering the span of source text it came from.
 
 use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
+use super::positions::Positions;
 use super::scan::{SourceMap, line_break};
 use memchr::{memchr, memchr2, memchr3};
 use std::cell::Cell;
@@ -124,6 +125,23 @@ impl Families {
         }
     }
 
+    /// Every trigger of these families in `hay`, in order.
+    pub(super) fn triggers(self, hay: &[u8]) -> Positions<'_> {
+        let mut bytes = [0u8; 3];
+        let mut count = 0;
+        for (present, trigger) in [
+            (self.escapes || self.lenient, b'\\'),
+            (self.percent, b'%'),
+            (self.refs, b'&'),
+        ] {
+            if present && let Some(slot) = bytes.get_mut(count) {
+                *slot = trigger;
+                count += 1;
+            }
+        }
+        Positions::of(hay, bytes.get(..count).unwrap_or_default())
+    }
+
     pub(super) fn next_trigger(self, hay: &[u8], from: usize) -> Option<usize> {
         // A failed escape leaves the scan right after its trigger, which in
         // a run of triggers is the next one: skip the search set-up.
@@ -199,25 +217,22 @@ impl View {
             end_hint: Cell::new(0),
         };
         let mut literal_from = 0;
-        let mut at = 0;
-        while let Some(p) = families.next_trigger(src, at) {
+        let mut triggers = families.triggers(src);
+        while let Some(p) = triggers.next() {
             let decoded = match src.get(p) {
                 Some(b'\\') if families.escapes => json_escape(src, p),
                 Some(b'\\') => lenient_escape(src, p),
                 Some(b'%') => percent_escape(src, p),
                 _ => char_ref(src, p),
             };
-            match decoded {
-                Some((len, decoded)) => {
-                    view.bytes
-                        .extend_from_slice(src.get(literal_from..p).unwrap_or_default());
-                    view.escape(p, decoded);
-                    at = p + len;
-                    literal_from = at;
-                }
-                // Not an escape after all: the trigger stays literal, and
-                // what follows it is scanned again as ordinary text.
-                None => at = p + 1,
+            // Not an escape after all: the trigger stays literal, and what
+            // follows it is scanned again as ordinary text.
+            if let Some((len, decoded)) = decoded {
+                view.bytes
+                    .extend_from_slice(src.get(literal_from..p).unwrap_or_default());
+                view.escape(p, decoded);
+                literal_from = p + len;
+                triggers.skip_to(literal_from);
             }
         }
         view.bytes
@@ -244,12 +259,7 @@ impl View {
         escaped: bool,
         adjacent: impl Fn(u8, u8) -> bool,
     ) -> Option<View> {
-        let mut joins = Vec::new();
-        for_each_lone_break(src, escaped, |at, len, before, after| {
-            if adjacent(before, after) {
-                joins.push((at, len));
-            }
-        });
+        let joins = joins(src, escaped, adjacent);
         if joins.is_empty() {
             return None;
         }
@@ -261,7 +271,7 @@ impl View {
             end_hint: Cell::new(0),
         };
         let mut literal_from = 0;
-        for (at, len) in joins {
+        for (at, end) in joins {
             view.bytes
                 .extend_from_slice(src.get(literal_from..at).unwrap_or_default());
             view.marks.push(Mark {
@@ -269,7 +279,7 @@ impl View {
                 src: at,
             });
             view.widths.push(0);
-            literal_from = at + len;
+            literal_from = end;
         }
         view.bytes
             .extend_from_slice(src.get(literal_from..).unwrap_or_default());
@@ -354,16 +364,33 @@ impl View {
     }
 }
 
+/// The line breaks a joined view of `src` drops ([`View::join`]), as
+/// source spans in order: those of the chosen kind that stand alone
+/// between two bytes `adjacent` pairs.
+pub(super) fn joins(
+    src: &[u8],
+    escaped: bool,
+    adjacent: impl Fn(u8, u8) -> bool,
+) -> Vec<(usize, usize)> {
+    let mut joins = Vec::new();
+    for_each_lone_break(src, escaped, |at, len, before, after| {
+        if adjacent(before, after) {
+            joins.push((at, at + len));
+        }
+    });
+    joins
+}
+
 /// Whether a lenient JSON reader ([`lenient_escape`]) reads some backslash
 /// of `text` otherwise than JavaScript does (`\x41`, `\w`, `\v`, `\u{2B}`):
 /// only then is its view worth building. Where both read an escape, they
 /// agree on where it ends, so one pass reads them side by side.
 pub(super) fn lenient_differs(text: &[u8]) -> bool {
-    let mut at = 0;
-    while let Some(p) = Families::ESCAPES.next_trigger(text, at) {
+    let mut backslashes = Positions::of(text, b"\\");
+    while let Some(p) = backslashes.next() {
         match (json_escape(text, p), lenient_escape(text, p)) {
-            (Some(js), Some(lenient)) if js == lenient => at = p + js.0,
-            (None, None) => at = p + 1,
+            (Some(js), Some(lenient)) if js == lenient => backslashes.skip_to(p + js.0),
+            (None, None) => {}
             _ => return true,
         }
     }
@@ -377,24 +404,15 @@ pub(super) fn lenient_differs(text: &[u8]) -> bool {
 /// may end in a backslash written raw before an escaped break, and reading
 /// too many breaks only adds views.
 fn for_each_lone_break(hay: &[u8], escaped: bool, mut f: impl FnMut(usize, usize, u8, u8)) {
-    let mut at = 0;
     // Where the last break ended: a break starting there is not alone.
     let mut last_end = None;
-    let next = |rest: &[u8]| {
-        if escaped {
-            memchr(b'\\', rest)
-        } else {
-            memchr2(b'\n', b'\r', rest)
-        }
-    };
+    let mut starts = Positions::of(hay, if escaped { b"\\" } else { b"\n\r" });
     // Only breaks of the chosen kind: a raw line may end in a token's own
     // backslash and `n`.
     let break_at =
         |p: usize| line_break(hay, p).filter(|_| (hay.get(p) == Some(&b'\\')) == escaped);
-    while let Some(k) = hay.get(at..).and_then(next) {
-        let p = at + k;
+    while let Some(p) = starts.next() {
         let Some(len) = break_at(p) else {
-            at = p + 1;
             continue;
         };
         let end = p + len;
@@ -406,7 +424,7 @@ fn for_each_lone_break(hay: &[u8], escaped: bool, mut f: impl FnMut(usize, usize
             f(p, len, *before, after);
         }
         last_end = Some(end);
-        at = end;
+        starts.skip_to(end);
     }
 }
 
