@@ -3,13 +3,22 @@
 //! Every string an engine sends passes through [`Concealer::conceal`], so its
 //! cost is measured here on 64 KiB, 1 MiB and 16 MiB texts of each kind a
 //! body can be: plain JSON with nothing to find, JSON of generated text
-//! (escaped newlines and quotes), JSON dense with the token in mixed
+//! (escaped newlines and quotes), generated text that echoes the token
+//! JSON-escaped (the send bench's `1MiB-text`: strings with `\n`, `\"` and
+//! `\uXXXX`, every 100th record quoting the token as PHP escapes it or with
+//! `\/` only), plain JSON echoing the raw token once every ~1 KiB (as the
+//! send bench's `1MiB-plain`), JSON dense with the token in mixed
 //! encodings, JSON heavy with escapes of every family, and adversarial runs
 //! (of `\`, `%`, `&`, base64 characters) that would expose any quadratic
-//! path. Two
-//! baselines run on the same texts in the same process: `memmem` counting
-//! the raw token (the floor: one pass, one pattern) and `str::replace` of the
-//! raw token (what a naive scrub does, finding none of the encoded forms).
+//! path. Two baselines run on the same texts in the same process: `memmem`
+//! counting the raw token (the floor: one pass, one pattern) and
+//! `str::replace` of the raw token (what a naive scrub does, finding none of
+//! the encoded forms).
+//!
+//! Before anything is timed, every text the bench runs that holds the token
+//! (`generated`, `echoes`, `dense`) is concealed once and must come out with
+//! no form of it left, and `generated` and `echoes` with one marker per
+//! echo, so the figures can only be those of a concealer that works.
 //!
 //! Building a concealer is measured too (`build/…`): a secret of 1,000,
 //! 4,000 and 16,000 repetitions of one character, the worst shape for an
@@ -34,6 +43,13 @@ use meterwire::{Concealer, REDACTED};
 /// from the raw token.
 const TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
 
+/// The token JSON-escaped as PHP escapes it, and with `\/` only: the forms
+/// the generated text echoes, in turn.
+const JSON_FORMS: [&str; 2] = [
+    r"mw_live_4f\u002BAb\/9zQ7vX2kP9zR4tL8wN",
+    r"mw_live_4f+Ab\/9zQ7vX2kP9zR4tL8wN",
+];
+
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 const SIZES: [usize; 3] = [64 * KIB, MIB, 16 * MIB];
@@ -53,7 +69,7 @@ struct Kind {
     record: fn(usize) -> String,
 }
 
-const KINDS: [Kind; 8] = [
+const KINDS: [Kind; 10] = [
     Kind {
         name: "plain",
         record: plain,
@@ -61,6 +77,21 @@ const KINDS: [Kind; 8] = [
     Kind {
         name: "text-json",
         record: text_json,
+    },
+    Kind {
+        name: "generated",
+        record: |i| generated(i, generated_echo(i)),
+    },
+    Kind {
+        name: "echoes",
+        // 12 plain records and an echo: ~1 KiB.
+        record: |i| {
+            if i % 13 == 12 {
+                echo(i, TOKEN)
+            } else {
+                plain(i)
+            }
+        },
     },
     Kind {
         name: "dense",
@@ -88,12 +119,39 @@ const KINDS: [Kind; 8] = [
     },
 ];
 
+// `plain`, `echo`, `generated` and `generated_echo` are the same as the
+// records of `benches/send.rs`: change both or neither.
+
 /// JSON as an engine answers it, with none of `\ % &` and no token.
 fn plain(i: usize) -> String {
     format!(
         r#"{{"id":{i},"word":"lorem","score":0.{:03},"tags":["alpha","beta"],"done":true}},"#,
         i % 1000
     )
+}
+
+/// A plain JSON record quoting `token` back, as an engine's error does.
+fn echo(i: usize, token: &str) -> String {
+    format!(r#"{{"id":{i},"error":"invalid token","token":"{token}"}},"#)
+}
+
+/// A record of generated text, its strings escaping newlines, quotes and
+/// non-ASCII characters; with `echo`, it also quotes that form of the token.
+fn generated(i: usize, echo: Option<&str>) -> String {
+    let text = r#"The caf\u00e9 was warm.\nShe said \"stay\" \u2014 and he did."#;
+    let score = i % 1000;
+    match echo {
+        None => format!(r#"{{"index":{i},"text":"{text}","score":0.{score:03}}},"#),
+        Some(form) => format!(
+            r#"{{"index":{i},"text":"{text}\nYour key {form} was refused.","score":0.{score:03}}},"#
+        ),
+    }
+}
+
+/// The form of the token generated record `i` echoes: every 100th record
+/// echoes one, the two JSON forms in turn.
+fn generated_echo(i: usize) -> Option<&'static str> {
+    (i % 100 == 99).then(|| JSON_FORMS[i / 100 % 2])
 }
 
 /// JSON as a generating engine answers it: prose whose strings escape
@@ -335,17 +393,49 @@ fn filter() -> Option<String> {
     std::env::args().skip(1).find(|a| !a.starts_with('-'))
 }
 
+/// Conceals every text that holds the token once: none may come out with a
+/// form of it left, and `generated` and `echoes` must come out with one
+/// marker per echo (every form but base64 ends with `9zQ7vX2kP9zR4tL8wN`;
+/// an echo the text's end cuts short is no token, and stays), or the
+/// figures would be for a concealer that misses.
+fn check_concealed(texts: &[(&Kind, Vec<String>)]) {
+    for form in JSON_FORMS {
+        let decoded: String = serde_json::from_str(&format!("\"{form}\"")).expect("a JSON string");
+        assert_eq!(decoded, TOKEN, "{form} is the token JSON-escaped");
+    }
+    let concealer = Contestants::new().concealer;
+    let tail = &TOKEN[TOKEN.len() - 18..];
+    let base64 = STANDARD.encode(format!("Bearer {TOKEN}"));
+    for (kind, sized) in texts {
+        if !matches!(kind.name, "generated" | "echoes" | "dense") {
+            continue;
+        }
+        for text in sized {
+            let concealed = concealer.conceal(text);
+            let name = kind.name;
+            assert!(
+                !concealed.contains(tail) && !concealed.contains(&base64),
+                "{name}: a form of the token is left"
+            );
+            if name != "dense" {
+                let echoes = text.matches(tail).count();
+                assert!(echoes > 0, "{name}: the text echoes the token");
+                assert_eq!(
+                    concealed.matches(REDACTED).count(),
+                    echoes,
+                    "{name}: one marker per echo"
+                );
+            }
+        }
+    }
+}
+
 fn main() {
     let texts: Vec<(&Kind, Vec<String>)> = KINDS
         .iter()
         .map(|kind| (kind, sizes().iter().map(|&size| text(kind, size)).collect()))
         .collect();
-    // The dense text must come out with no form of the token left, or the
-    // figures would be for a concealer that misses.
-    let dense = text(&KINDS[2], 64 * KIB);
-    let concealed = Contestants::new().concealer.conceal(&dense).into_owned();
-    let base64 = STANDARD.encode(format!("Bearer {TOKEN}"));
-    assert!(!concealed.contains("9zQ7vX2kP9zR4tL8wN") && !concealed.contains(&base64));
+    check_concealed(&texts);
     let mut criterion = Criterion::default().configure_from_args();
     build_group(&mut criterion);
     criterion_groups(&mut criterion, &texts);

@@ -3,10 +3,22 @@
 //! Both clients are configured the same way (no proxy, no redirects, the
 //! same 30 s deadline, the same headers and body) and send to the same
 //! in-process loopback server, which answers every request with one of three
-//! pre-built responses: a small JSON answer, a 1 MiB JSON answer of
-//! generated text (its strings escape newlines and quotes, as an engine
-//! that generates text writes them), and a 1 MiB JSON answer with no escape
-//! at all. Each is sent one at a time and 32 at once.
+//! pre-built responses, each sent one at a time and 32 at once:
+//!
+//! - `small`: a small JSON answer, no token;
+//! - `1MiB-text`: exactly 1 MiB of JSON records of generated text, whose
+//!   strings escape newlines, quotes and non-ASCII characters (`\n`, `\"`,
+//!   `caf\u00e9`, `\u2014`), as an engine that generates text writes them;
+//!   every 100th record quotes the token back JSON-escaped, in turn as PHP
+//!   escapes it (`\u002B` and `\/`) and with `\/` only;
+//! - `1MiB-plain`: exactly 1 MiB of plain JSON records (none of `\ % &`),
+//!   with the raw token echoed 1,000 times, spread evenly through the body.
+//!
+//! Before anything is timed, each case checks what both clients get: the
+//! bare client the whole body, the transport the body with every echo, and
+//! nothing else, replaced by `[redacted]` (as many markers as echoes were
+//! put in, counted as the body was built), so the figures can only be those
+//! of a concealer that works.
 //!
 //! `cargo bench --bench send` runs criterion's groups, then prints the ratio
 //! of medians, transport / bare, from its own interleaved runs: samples of
@@ -24,7 +36,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use criterion::{Criterion, Throughput};
 use memchr::memmem;
-use meterwire::{Env, HttpTransport, USER_AGENT};
+use meterwire::{Answer, Env, HttpTransport, REDACTED, USER_AGENT};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::redirect::Policy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -54,31 +66,140 @@ const MAX_CONNECTIONS: usize = 4096;
 const MAX_REQUESTS_PER_CONNECTION: usize = 1 << 24;
 const MAX_HEAD: usize = 64 * 1024;
 
-/// A 1 MiB answer: JSON records, as generated text (strings holding `\n`
-/// and `\"`) or plain (no escape at all), and no token.
-fn large_answer(escaped: bool) -> String {
-    let mut body = String::with_capacity(LARGE_LEN + 256);
-    body.push_str(r#"{"choices":["#);
+/// The token JSON-escaped as PHP escapes it, and with `\/` only: the forms
+/// the generated text echoes, in turn.
+const JSON_FORMS: [&str; 2] = [
+    r"mw_live_4f\u002BAb\/9zQ7vX2kP9zR4tL8wN",
+    r"mw_live_4f+Ab\/9zQ7vX2kP9zR4tL8wN",
+];
+
+/// How many times the plain 1 MiB answer echoes the raw token.
+const PLAIN_ECHOES: usize = 1_000;
+
+// The records below are the same as those of `benches/conceal.rs` (its
+// `plain`, `echoes` and `generated` kinds): change both or neither.
+
+/// A plain JSON record: none of `\ % &`, and no token.
+fn plain(i: usize) -> String {
+    format!(
+        r#"{{"id":{i},"word":"lorem","score":0.{:03},"tags":["alpha","beta"],"done":true}},"#,
+        i % 1000
+    )
+}
+
+/// A plain JSON record quoting `token` back, as an engine's error does.
+fn echo(i: usize, token: &str) -> String {
+    format!(r#"{{"id":{i},"error":"invalid token","token":"{token}"}},"#)
+}
+
+/// A record of generated text, its strings escaping newlines, quotes and
+/// non-ASCII characters; with `echo`, it also quotes that form of the token.
+fn generated(i: usize, echo: Option<&str>) -> String {
+    let text = r#"The caf\u00e9 was warm.\nShe said \"stay\" \u2014 and he did."#;
+    let score = i % 1000;
+    match echo {
+        None => format!(r#"{{"index":{i},"text":"{text}","score":0.{score:03}}},"#),
+        Some(form) => format!(
+            r#"{{"index":{i},"text":"{text}\nYour key {form} was refused.","score":0.{score:03}}},"#
+        ),
+    }
+}
+
+/// The form of the token generated record `i` echoes: every 100th record
+/// echoes one, the two JSON forms in turn.
+fn generated_echo(i: usize) -> Option<&'static str> {
+    (i % 100 == 99).then(|| JSON_FORMS[i / 100 % 2])
+}
+
+/// An answer the loopback engine sends, and what the transport must make
+/// of it.
+struct Body {
+    /// The body as sent: what the bare client must get.
+    sent: String,
+    /// The body with each echo of the token, and nothing else, replaced by
+    /// [`REDACTED`]: what the transport must return.
+    concealed: String,
+    /// How many echoes of the token `sent` holds, counted as they were put
+    /// in.
+    echoes: usize,
+}
+
+impl Body {
+    /// An answer with no token.
+    fn tokenless(text: &str) -> Body {
+        Body {
+            sent: text.to_owned(),
+            concealed: text.to_owned(),
+            echoes: 0,
+        }
+    }
+
+    /// The start of a 1 MiB answer of records.
+    fn open() -> Body {
+        Body::tokenless(r#"{"records":["#)
+    }
+
+    /// True while there is room for another record, leaving enough for the
+    /// closing one.
+    fn room(&self) -> bool {
+        self.sent.len() < LARGE_LEN - 200
+    }
+
+    /// Appends a record that holds no token.
+    fn push(&mut self, record: &str) {
+        self.sent.push_str(record);
+        self.concealed.push_str(record);
+    }
+
+    /// Appends a record that holds the token in `form`: sent with it, and
+    /// concealed with the marker in its place.
+    fn push_echo(&mut self, record: impl Fn(&str) -> String, form: &str) {
+        self.sent.push_str(&record(form));
+        self.concealed.push_str(&record(REDACTED));
+        self.echoes += 1;
+    }
+
+    /// Closes the records with one whose string of `x` brings the answer to
+    /// exactly 1 MiB.
+    fn close(mut self) -> Body {
+        let filler = "x".repeat(LARGE_LEN - self.sent.len() - r#"{"id":-1,"text":""}]}"#.len());
+        self.push(&format!(r#"{{"id":-1,"text":"{filler}"}}]}}"#));
+        assert_eq!(self.sent.len(), LARGE_LEN);
+        self
+    }
+}
+
+/// 1 MiB of generated-text records, every 100th echoing the token
+/// JSON-escaped.
+fn text_answer() -> Body {
+    let mut body = Body::open();
     let mut i = 0;
-    // Leaves room for the closing `]}` and stops at exactly 1 MiB.
-    while body.len() < LARGE_LEN - 200 {
-        let text = if escaped {
-            r#"The cat sat on the mat.\nIt said \"warm\", and slept."#
-        } else {
-            "The cat sat on the mat. It said warm, and slept."
-        };
-        body.push_str(&format!(
-            r#"{{"index":{i},"text":"{text}","score":0.{:03}}},"#,
-            i % 1000
-        ));
+    while body.room() {
+        match generated_echo(i) {
+            None => body.push(&generated(i, None)),
+            Some(form) => body.push_echo(|form| generated(i, Some(form)), form),
+        }
         i += 1;
     }
-    body.push_str(r#"{"index":-1,"text":""#);
-    while body.len() < LARGE_LEN - 4 {
-        body.push('x');
+    body.close()
+}
+
+/// 1 MiB of plain records, with the raw token echoed 1,000 times: echo `k`
+/// is the first record past `(k + 1/2) / 1000` of the answer.
+fn plain_answer() -> Body {
+    let mut body = Body::open();
+    let mut i = 0;
+    while body.room() {
+        let mark = (2 * body.echoes + 1) * LARGE_LEN / (2 * PLAIN_ECHOES);
+        if body.echoes < PLAIN_ECHOES && body.sent.len() >= mark {
+            body.push_echo(|token| echo(i, token), TOKEN);
+        } else {
+            body.push(&plain(i));
+        }
+        i += 1;
     }
-    body.push_str(r#""}]}"#);
-    body
+    assert_eq!(body.echoes, PLAIN_ECHOES);
+    body.close()
 }
 
 fn response(body: &str) -> Bytes {
@@ -215,8 +336,8 @@ impl Sender {
         Sender::Transport(transport)
     }
 
-    /// Sends the request and returns the answer's length in bytes.
-    async fn send(&self) -> usize {
+    /// Sends the request and returns what came back.
+    async fn receive(&self) -> Received {
         let body = Bytes::from_static(REQUEST.as_bytes());
         match self {
             Sender::Bare {
@@ -234,16 +355,18 @@ impl Sender {
                     .await
                     .expect("the loopback engine answers");
                 assert!(response.status().is_success());
-                let bytes = response.bytes().await.expect("the body arrives");
-                // The least a transport that returns text must do: check
-                // that the answer is UTF-8, without copying it.
-                std::str::from_utf8(&bytes).expect("UTF-8 text").len()
+                Received::Bare(response.bytes().await.expect("the body arrives"))
             }
             Sender::Transport(transport) => match transport.send(body).await {
-                Ok(answer) => answer.text().len(),
+                Ok(answer) => Received::Transport(answer),
                 Err(refusal) => panic!("the loopback engine answers: {}", refusal.reason()),
             },
         }
+    }
+
+    /// Sends the request and returns the answer's length in bytes.
+    async fn send(&self) -> usize {
+        self.receive().await.text().len()
     }
 
     /// Sends `concurrency` requests at once and waits for all of them.
@@ -264,28 +387,46 @@ impl Sender {
     }
 }
 
-/// One row of the bench: an answer size at a concurrency, both contestants.
+/// What one of the contestants got back.
+enum Received {
+    Bare(Bytes),
+    Transport(Answer),
+}
+
+impl Received {
+    fn text(&self) -> &str {
+        match self {
+            // The least a transport that returns text must do: check that
+            // the answer is UTF-8, without copying it.
+            Received::Bare(bytes) => std::str::from_utf8(bytes).expect("UTF-8 text"),
+            Received::Transport(answer) => answer.text(),
+        }
+    }
+}
+
+/// One row of the bench: an answer at a concurrency, both contestants.
 struct Case {
     name: String,
-    answer_len: usize,
+    body: Arc<Body>,
     concurrency: usize,
     bare: Sender,
     transport: Sender,
 }
 
-fn cases(port: u16) -> Vec<Case> {
+/// The cases, for the answers by path: `small`, `text` and `plain`.
+fn cases(port: u16, small: &Arc<Body>, text: &Arc<Body>, plain: &Arc<Body>) -> Vec<Case> {
     let mut cases = Vec::new();
-    let sizes = [
-        ("small", "small", SMALL.len()),
-        ("text", "1MiB-text", LARGE_LEN),
-        ("plain", "1MiB-plain", LARGE_LEN),
+    let answers = [
+        ("small", "small", small),
+        ("text", "1MiB-text", text),
+        ("plain", "1MiB-plain", plain),
     ];
-    for (path, size, answer_len) in sizes {
+    for (path, answer, body) in answers {
         for concurrency in [1, 32] {
             let url = format!("http://127.0.0.1:{port}/{path}");
             cases.push(Case {
-                name: format!("{size}/c{concurrency}"),
-                answer_len,
+                name: format!("{answer}/c{concurrency}"),
+                body: Arc::clone(body),
                 concurrency,
                 // Each case has its own clients, so one case's pooled
                 // connections never serve another's.
@@ -297,19 +438,53 @@ fn cases(port: u16) -> Vec<Case> {
     cases
 }
 
-/// Fills both pools and checks both clients get the whole answer. Under
-/// `cargo test --all-targets` (unoptimized, each benchmark run once) one
-/// send each is check enough.
+/// Checks what both clients get: the bare client the whole body, the
+/// transport no form of the token, one marker per echo, and the body with
+/// each echo, and nothing else, concealed.
+fn check(runtime: &Runtime, case: &Case) {
+    let (name, body) = (&case.name, &case.body);
+    let bare = runtime.block_on(case.bare.receive());
+    assert!(
+        bare.text() == body.sent,
+        "{name}: the bare client gets the whole body"
+    );
+    let ours = runtime.block_on(case.transport.receive());
+    let ours = ours.text();
+    for form in [TOKEN].iter().chain(&JSON_FORMS) {
+        assert!(
+            !ours.contains(form),
+            "{name}: the transport's answer holds the token as {form}"
+        );
+    }
+    assert_eq!(
+        ours.matches(REDACTED).count(),
+        body.echoes,
+        "{name}: one marker per echo"
+    );
+    assert!(
+        ours == body.concealed,
+        "{name}: the transport's answer is the body with each echo concealed"
+    );
+}
+
+/// Checks the answers, then fills both pools and checks both clients get
+/// answers of the right length. Under `cargo test --all-targets`
+/// (unoptimized, each benchmark run once) one send each is check enough.
 fn warm_up(runtime: &Runtime, case: &Case) {
+    check(runtime, case);
     let (rounds, concurrency) = if measuring() {
         (3, case.concurrency)
     } else {
         (1, 1)
     };
-    for sender in [&case.bare, &case.transport] {
+    let expected = [
+        (&case.bare, case.body.sent.len()),
+        (&case.transport, case.body.concealed.len()),
+    ];
+    for (sender, answer_len) in expected {
         for _ in 0..rounds {
             let total = runtime.block_on(sender.batch(concurrency));
-            assert_eq!(total, case.answer_len * concurrency, "{}", case.name);
+            assert_eq!(total, answer_len * concurrency, "{}", case.name);
         }
     }
 }
@@ -433,18 +608,22 @@ fn measuring() -> bool {
 }
 
 fn main() {
-    let (text, plain) = (large_answer(true), large_answer(false));
-    assert_eq!((text.len(), plain.len()), (LARGE_LEN, LARGE_LEN));
+    for form in JSON_FORMS {
+        let decoded: String = serde_json::from_str(&format!("\"{form}\"")).expect("a JSON string");
+        assert_eq!(decoded, TOKEN, "{form} is the token JSON-escaped");
+    }
+    let small = Arc::new(Body::tokenless(SMALL));
+    let (text, plain) = (Arc::new(text_answer()), Arc::new(plain_answer()));
     let port = start_server(Answers {
-        small: response(SMALL),
-        plain: response(&plain),
-        text: response(&text),
+        small: response(&small.sent),
+        plain: response(&plain.sent),
+        text: response(&text.sent),
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("the client runtime starts");
-    let cases = cases(port);
+    let cases = cases(port, &small, &text, &plain);
     for case in &cases {
         warm_up(&runtime, case);
     }
