@@ -105,6 +105,10 @@ impl Limits {
 /// `x-ratelimit-remaining-requests: 0` with `x-ratelimit-reset-requests`
 /// (`2s`, `6m0s`, `120ms`, or plain seconds).
 pub(crate) fn exhausted(headers: &HeaderMap) -> Option<Duration> {
+    // Most answers carry none of the headers read: no name need be parsed.
+    if headers.is_empty() {
+        return None;
+    }
     let text = |name: &str| {
         headers
             .get(name)

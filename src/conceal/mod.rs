@@ -24,6 +24,7 @@ mod positions;
 mod properties;
 mod scan;
 mod shapes;
+mod survey;
 mod views;
 mod windows;
 
@@ -34,7 +35,8 @@ use shapes::scrub_shapes;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
-use views::{Families, View, joins, lenient_differs};
+use survey::survey;
+use views::{Families, View, lenient_differs};
 use windows::windows;
 
 /// What every concealed secret, and every scrubbed credential, is replaced by.
@@ -239,17 +241,28 @@ impl Concealer {
         let mut spans = Spans::new(text);
         let bytes = text.as_bytes();
         scan(search, bytes, &Raw, &mut spans);
-        let present = Families::present_in(bytes);
-        let mut seeds = Vec::new();
+        let survey = survey(search, bytes);
         match decoding {
             Decoding::Windows => {
-                let raw_joins = scan_joined_in_windows(search, bytes, &mut spans);
-                if !search.seeds(bytes, present, &mut seeds) {
+                let adjacent = |a, b| search.adjacent(a, b);
+                for (escaped, joins) in [(false, &survey.raw_joins), (true, &survey.escaped_joins)]
+                {
+                    for (start, end) in windows(bytes, joins, &search.separator) {
+                        let window = bytes.get(start..end).unwrap_or_default();
+                        if let Some(joined) = View::join(window, escaped, adjacent) {
+                            let map = Shifted {
+                                inner: &joined,
+                                by: start,
+                            };
+                            scan(search, &joined.bytes, &map, &mut spans);
+                        }
+                    }
+                }
+                if !survey.relevant {
                     return spans.replace();
                 }
-                // A view joins raw lines too, around escapes decoded
-                // between them.
-                seeds.extend(raw_joins);
+                let mut seeds = survey.seeds;
+                seeds.extend(survey.raw_joins);
                 seeds.sort_unstable();
                 for (start, end) in windows(bytes, &seeds, &search.separator) {
                     let window = bytes.get(start..end).unwrap_or_default();
@@ -259,7 +272,7 @@ impl Concealer {
             #[cfg(any(test, fuzzing))]
             Decoding::Whole => {
                 scan_joined(search, bytes, None, &mut spans);
-                if !search.seeds(bytes, present, &mut seeds) {
+                if !survey.relevant {
                     return spans.replace();
                 }
                 views_of(search, bytes, 0, &mut spans);
@@ -359,30 +372,6 @@ fn views_of(search: &Search, hay: &[u8], offset: usize, spans: &mut Spans) {
             scan_joined(search, &nested.bytes, Some(&map), spans);
         }
     }
-}
-
-/// Scans the joined views of the text, each only in the windows around the
-/// breaks it drops; returns the raw breaks, which the views join too.
-fn scan_joined_in_windows(search: &Search, text: &[u8], spans: &mut Spans) -> Vec<(usize, usize)> {
-    let adjacent = |a, b| search.adjacent(a, b);
-    let mut raw = Vec::new();
-    for escaped in [false, true] {
-        let joins = joins(text, escaped, adjacent);
-        for (start, end) in windows(text, &joins, &search.separator) {
-            let window = text.get(start..end).unwrap_or_default();
-            if let Some(joined) = View::join(window, escaped, adjacent) {
-                let map = Shifted {
-                    inner: &joined,
-                    by: start,
-                };
-                scan(search, &joined.bytes, &map, spans);
-            }
-        }
-        if !escaped {
-            raw = joins;
-        }
-    }
-    raw
 }
 
 /// Scans the joined views of `hay` (its raw lines joined, and its

@@ -3,7 +3,7 @@
 
 use super::MIN_CORE_LEN;
 use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
-use super::views::{Decoded, Families};
+use super::views::Decoded;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
@@ -146,7 +146,7 @@ pub(super) struct Search {
     /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a
     /// base64 run is made of.
     relevant: [bool; 256],
-    /// What [`Search::seeds`] makes of a backslash before each byte other
+    /// What [`Search::seed_at`] makes of a backslash before each byte other
     /// than `u` and `x` (whose escapes run on): [`Seed`] flags.
     backslash: [u8; 256],
     /// The bytes two of which, side by side, no hit and no escape can
@@ -160,31 +160,12 @@ pub(super) struct Search {
 }
 
 impl Search {
-    /// The escapes a view must be decoded around, pushed to `seeds` as
-    /// source spans in order, and whether any of them decodes to a relevant
-    /// byte.
-    ///
-    /// When none decodes to a relevant byte, no view can add a hit: a hit
-    /// in a view is all pattern bytes, so it holds no decoded byte and is a
-    /// copy of the text, which the raw scan has searched; and a second
-    /// layer finds only triggers the text itself holds, starting escapes
-    /// that are the text's own or that would need a relevant decoded byte
-    /// to go on. Every view parses its escapes at trigger positions with
-    /// the same decoders, so checking every trigger once covers them all.
-    /// Text whose escapes are newlines and quotes (`\n`, `\"`) then costs
-    /// one visit per escape instead of decoded views.
-    ///
-    /// Otherwise the seeds are every escape that decodes to a relevant
-    /// byte, and every escape other than JSON's `\n` and `\r` that decodes
-    /// to a line break (`%0A`, `&#10;`, `\u000A`): a view joins the lines
-    /// around it, which the joined views of the text itself, reading only
-    /// raw and JSON breaks, do not.
-    pub(super) fn seeds(
-        &self,
-        text: &[u8],
-        present: Families,
-        seeds: &mut Vec<(usize, usize)>,
-    ) -> bool {
+    /// What the trigger at `p` means for the views: whether its escape
+    /// decodes to a relevant byte, whether it is a line break a view joins
+    /// that the text's own joined views do not, and where it ends. See
+    /// [`survey`](super::survey) for why those two decide where views are
+    /// decoded.
+    pub(super) fn seed_at(&self, text: &[u8], p: usize) -> (bool, bool, usize) {
         let relevant = |decoded: Option<(usize, Decoded)>| match decoded {
             None => false,
             Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
@@ -202,47 +183,40 @@ impl Search {
             )
         };
         let len = |decoded: Option<(usize, Decoded)>| decoded.map_or(1, |(len, _)| len);
-        let mut any = false;
-        // Every trigger of a present family, once.
-        for p in present.triggers(text) {
+        match text.get(p) {
+            // A two-byte escape, which the byte after the backslash alone
+            // decides: one lookup.
+            Some(b'\\')
+                if let Some(&next) = text.get(p + 1)
+                    && !matches!(next, b'u' | b'x') =>
+            {
+                let seed = self.backslash[usize::from(next)];
+                (seed & Seed::RELEVANT != 0, seed & Seed::BREAK != 0, p + 2)
+            }
             // A backslash is read two ways, JavaScript's and a lenient JSON
             // reader's (`\x41` is `A` or `x41`).
-            let (matters, breaks, end) = match text.get(p) {
-                Some(b'\\')
-                    if let Some(&next) = text.get(p + 1)
-                        && !matches!(next, b'u' | b'x') =>
-                {
-                    let seed = self.backslash[usize::from(next)];
-                    (seed & Seed::RELEVANT != 0, seed & Seed::BREAK != 0, p + 2)
-                }
-                Some(b'\\') => {
-                    let (js, lenient) = (json_escape(text, p), lenient_escape(text, p));
-                    let json_break = matches!(text.get(p + 1), Some(b'n' | b'r'));
-                    (
-                        relevant(js) || relevant(lenient),
-                        !json_break && (line_break(js) || line_break(lenient)),
-                        p + len(js).max(len(lenient)),
-                    )
-                }
-                Some(b'%') => {
-                    let decoded = percent_escape(text, p);
-                    (relevant(decoded), line_break(decoded), p + len(decoded))
-                }
-                _ => {
-                    let decoded = char_ref(text, p);
-                    (relevant(decoded), line_break(decoded), p + len(decoded))
-                }
-            };
-            any |= matters;
-            if matters || breaks {
-                seeds.push((p, end));
+            Some(b'\\') => {
+                let (js, lenient) = (json_escape(text, p), lenient_escape(text, p));
+                let json_break = matches!(text.get(p + 1), Some(b'n' | b'r'));
+                (
+                    relevant(js) || relevant(lenient),
+                    !json_break && (line_break(js) || line_break(lenient)),
+                    p + len(js).max(len(lenient)),
+                )
+            }
+            Some(b'%') => {
+                let decoded = percent_escape(text, p);
+                (relevant(decoded), line_break(decoded), p + len(decoded))
+            }
+            _ => {
+                let decoded = char_ref(text, p);
+                (relevant(decoded), line_break(decoded), p + len(decoded))
             }
         }
-        any
     }
 }
 
-/// Flags of a trigger for [`Search::seeds`].
+/// Flags of a backslash escape for [`Search::seed_at`].
 struct Seed;
 
 impl Seed {
@@ -252,7 +226,7 @@ impl Seed {
     const BREAK: u8 = 2;
 }
 
-/// [`Search::seeds`]'s reading of a backslash before each byte, for the
+/// [`Search::seed_at`]'s reading of a backslash before each byte, for the
 /// two-byte escapes, whose meaning the byte alone decides: one lookup per
 /// backslash in text that escapes a newline or a quote every few dozen
 /// bytes. The decoders themselves fill it, so the two cannot disagree.

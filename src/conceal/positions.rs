@@ -24,9 +24,11 @@ const MOST: usize = 5;
 /// The positions of up to five bytes in a text, in increasing order.
 pub(super) struct Positions<'h> {
     hay: &'h [u8],
-    /// The set, and how many of `needles` it uses.
-    needles: [u8; MOST],
+    /// How many bytes the set holds, and the set: as bytes, or each
+    /// repeated across a vector.
     count: usize,
+    #[cfg(not(target_arch = "x86_64"))]
+    needles: [u8; MOST],
     #[cfg(target_arch = "x86_64")]
     splats: [m128i; MOST],
     /// Where the block in `mask` starts, and where the next one does.
@@ -47,8 +49,9 @@ impl<'h> Positions<'h> {
         }
         Positions {
             hay,
-            needles,
             count,
+            #[cfg(not(target_arch = "x86_64"))]
+            needles,
             #[cfg(target_arch = "x86_64")]
             splats: needles.map(|b| set_splat_i8_m128i(i8::from_ne_bytes([b]))),
             base: 0,
@@ -73,35 +76,64 @@ impl<'h> Positions<'h> {
     fn block(&self, at: usize) -> u64 {
         let rest = self.hay.get(at..).unwrap_or_default();
         #[cfg(target_arch = "x86_64")]
-        if let Some(block) = rest.first_chunk::<BLOCK>() {
-            return self.block_sse2(block);
+        {
+            if let Some(block) = rest.first_chunk::<BLOCK>() {
+                return self.block_sse2(block);
+            }
+            // The last, short block: copied into a full one, and the bits
+            // past the text dropped.
+            let mut block = [0u8; BLOCK];
+            let len = rest.len().min(BLOCK);
+            if let (Some(to), Some(from)) = (block.get_mut(..len), rest.get(..len)) {
+                to.copy_from_slice(from);
+            }
+            self.block_sse2(&block) & ((1u64 << len) - 1)
         }
-        let needles = self.needles.get(..self.count).unwrap_or_default();
-        rest.iter()
-            .take(BLOCK)
-            .enumerate()
-            .filter(|(_, b)| needles.contains(b))
-            .fold(0, |mask, (i, _)| mask | 1 << i)
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let needles = self.needles.get(..self.count).unwrap_or_default();
+            rest.iter()
+                .take(BLOCK)
+                .enumerate()
+                .filter(|(_, b)| needles.contains(b))
+                .fold(0, |mask, (i, _)| mask | 1 << i)
+        }
     }
 
+    /// The set's size is a constant in each instance, so that the
+    /// compares unroll: a loop over the set costs several times as much.
     #[cfg(target_arch = "x86_64")]
     fn block_sse2(&self, block: &[u8; BLOCK]) -> u64 {
-        let splats = self.splats.get(..self.count).unwrap_or_default();
-        let mut mask = 0u64;
-        for (k, part) in block.chunks_exact(16).enumerate() {
-            let Some(part) = part.first_chunk::<16>() else {
-                continue;
-            };
-            let bytes = load_unaligned_m128i(part);
-            let equal = splats.iter().fold(zeroed_m128i(), |equal, splat| {
-                bitor_m128i(equal, cmp_eq_mask_i8_m128i(bytes, *splat))
-            });
-            // One bit per byte, in the low 16 bits.
-            let bits = u64::from(move_mask_i8_m128i(equal).cast_unsigned() & 0xFFFF);
-            mask |= bits << (16 * k);
+        match self.count {
+            1 => sse2_mask::<1>(block, &self.splats),
+            2 => sse2_mask::<2>(block, &self.splats),
+            3 => sse2_mask::<3>(block, &self.splats),
+            4 => sse2_mask::<4>(block, &self.splats),
+            _ => sse2_mask::<5>(block, &self.splats),
         }
-        mask
     }
+}
+
+/// The mask of `block` for the first `N` bytes of the set.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn sse2_mask<const N: usize>(block: &[u8; BLOCK], splats: &[m128i; MOST]) -> u64 {
+    let Some(splats) = splats.first_chunk::<N>() else {
+        return 0;
+    };
+    let part = |k: usize| {
+        let Some(part) = block.get(16 * k..).and_then(<[u8]>::first_chunk::<16>) else {
+            return 0;
+        };
+        let bytes = load_unaligned_m128i(part);
+        let mut equal = zeroed_m128i();
+        for splat in splats {
+            equal = bitor_m128i(equal, cmp_eq_mask_i8_m128i(bytes, *splat));
+        }
+        // One bit per byte, in the low 16 bits.
+        u64::from(move_mask_i8_m128i(equal).cast_unsigned() & 0xFFFF)
+    };
+    part(0) | part(1) << 16 | part(2) << 32 | part(3) << 48
 }
 
 impl Iterator for Positions<'_> {

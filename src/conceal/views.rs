@@ -111,6 +111,16 @@ impl Families {
         views
     }
 
+    /// Marks the family `trigger` starts as present.
+    pub(super) fn add(&mut self, trigger: u8) {
+        match trigger {
+            b'\\' => self.escapes = true,
+            b'%' => self.percent = true,
+            b'&' => self.refs = true,
+            _ => {}
+        }
+    }
+
     /// Whether backslashes are present (or read) at all.
     pub(super) fn has_escapes(self) -> bool {
         self.escapes || self.lenient
@@ -372,13 +382,10 @@ pub(super) fn joins(
     escaped: bool,
     adjacent: impl Fn(u8, u8) -> bool,
 ) -> Vec<(usize, usize)> {
-    let mut joins = Vec::new();
-    for_each_lone_break(src, escaped, |at, len, before, after| {
-        if adjacent(before, after) {
-            joins.push((at, at + len));
-        }
-    });
-    joins
+    let mut breaks = LoneBreaks::new(escaped);
+    Positions::of(src, if escaped { b"\\" } else { b"\n\r" })
+        .filter_map(|p| breaks.visit(src, p, &adjacent))
+        .collect()
 }
 
 /// Whether a lenient JSON reader ([`lenient_escape`]) reads some backslash
@@ -397,34 +404,55 @@ pub(super) fn lenient_differs(text: &[u8]) -> bool {
     false
 }
 
-/// Calls `f(at, len, before, after)` for every line break of `hay` of the
-/// chosen kind (JSON-escaped, or raw) that stands alone between two bytes
-/// (a blank line is two breaks, and joins nothing), in order. A backslash
-/// and `n` is read as a break even after another backslash (`\\n`): a token
-/// may end in a backslash written raw before an escaped break, and reading
-/// too many breaks only adds views.
-fn for_each_lone_break(hay: &[u8], escaped: bool, mut f: impl FnMut(usize, usize, u8, u8)) {
-    // Where the last break ended: a break starting there is not alone.
-    let mut last_end = None;
-    let mut starts = Positions::of(hay, if escaped { b"\\" } else { b"\n\r" });
-    // Only breaks of the chosen kind: a raw line may end in a token's own
-    // backslash and `n`.
-    let break_at =
-        |p: usize| line_break(hay, p).filter(|_| (hay.get(p) == Some(&b'\\')) == escaped);
-    while let Some(p) = starts.next() {
-        let Some(len) = break_at(p) else {
-            continue;
-        };
-        let end = p + len;
-        let alone = last_end != Some(p) && break_at(end).is_none();
-        if alone
-            && let (Some(before), Some(&after)) =
-                (p.checked_sub(1).and_then(|b| hay.get(b)), hay.get(end))
-        {
-            f(p, len, *before, after);
+/// The line breaks of one kind (JSON-escaped, or raw) that stand alone
+/// between two bytes some pattern holds side by side (a blank line is two
+/// breaks, and joins nothing), read from the positions of the kind's first
+/// bytes in order. A backslash and `n` is read as a break even after
+/// another backslash (`\\n`): a token may end in a backslash written raw
+/// before an escaped break, and reading too many breaks only adds views.
+pub(super) struct LoneBreaks {
+    escaped: bool,
+    /// Where the last break ended: a break starting there is not alone.
+    last_end: Option<usize>,
+    /// Positions before this lie inside the last break.
+    next: usize,
+}
+
+impl LoneBreaks {
+    pub(super) fn new(escaped: bool) -> LoneBreaks {
+        LoneBreaks {
+            escaped,
+            last_end: None,
+            next: 0,
         }
-        last_end = Some(end);
-        starts.skip_to(end);
+    }
+
+    /// The break at `p` as a source span, if it is a lone one between two
+    /// bytes `adjacent` pairs; `p` holds the kind's first byte (`\\`, or
+    /// `\r` / `\n`), and positions come in increasing order.
+    pub(super) fn visit(
+        &mut self,
+        hay: &[u8],
+        p: usize,
+        adjacent: impl Fn(u8, u8) -> bool,
+    ) -> Option<(usize, usize)> {
+        if p < self.next {
+            return None;
+        }
+        let len = self.break_at(hay, p)?;
+        let end = p + len;
+        let alone = self.last_end != Some(p) && self.break_at(hay, end).is_none();
+        self.last_end = Some(end);
+        self.next = end;
+        let before = *p.checked_sub(1).and_then(|b| hay.get(b))?;
+        let after = *hay.get(end)?;
+        (alone && adjacent(before, after)).then_some((p, end))
+    }
+
+    /// Only breaks of this kind: a raw line may end in a token's own
+    /// backslash and `n`.
+    fn break_at(&self, hay: &[u8], p: usize) -> Option<usize> {
+        line_break(hay, p).filter(|_| (hay.get(p) == Some(&b'\\')) == self.escaped)
     }
 }
 

@@ -13,6 +13,10 @@ pub(crate) const REQUEST_ID_HEADERS: [&str; 5] = [
 
 /// The first request id the engine sent, raw (the caller scrubs it).
 pub(crate) fn request_id(headers: &HeaderMap) -> Option<&[u8]> {
+    // Most answers carry none of the headers read: no name need be parsed.
+    if headers.is_empty() {
+        return None;
+    }
     REQUEST_ID_HEADERS.iter().find_map(|name| {
         headers
             .get(*name)

@@ -1,0 +1,68 @@
+//! One pass over the text's triggers and line breaks, before any view is
+//! decoded: which escaping families it uses, whether any escape can matter,
+//! where views must be decoded, and which breaks its joined views drop.
+//!
+//! When no escape decodes to a relevant byte, no view can add a hit: a hit
+//! in a view is all pattern bytes, so it holds no decoded byte and is a
+//! copy of the text, which the raw scan has searched; and a second layer
+//! finds only triggers the text itself holds, starting escapes that are the
+//! text's own or that would need a relevant decoded byte to go on. Every
+//! view parses its escapes at trigger positions with the same decoders, so
+//! reading every trigger once covers them all. Text whose escapes are
+//! newlines and quotes (`\n`, `\"`) then costs this one pass.
+//!
+//! Otherwise views are decoded around the seeds ([`windows`](super::windows)):
+//! every escape that decodes to a relevant byte, every escape other than
+//! JSON's `\n` and `\r` that decodes to a line break (`%0A`, `&#10;`,
+//! `\u000A`: a view joins the lines around it, which the text's own joined
+//! views, reading only raw and JSON breaks, do not), and every raw break
+//! the text's joined view drops (a view joins it together with JSON breaks
+//! it decodes, which no joined view of the text does).
+
+use super::patterns::Search;
+use super::positions::Positions;
+use super::views::{Families, LoneBreaks};
+
+/// What the pass finds.
+#[derive(Default)]
+pub(super) struct Survey {
+    /// The families whose triggers occur.
+    pub(super) present: Families,
+    /// Whether some escape decodes to a relevant byte.
+    pub(super) relevant: bool,
+    /// The escapes views must be decoded around, as source spans in order.
+    pub(super) seeds: Vec<(usize, usize)>,
+    /// The breaks the joined views of the text drop, as source spans in
+    /// order: raw ones, and JSON-escaped ones.
+    pub(super) raw_joins: Vec<(usize, usize)>,
+    pub(super) escaped_joins: Vec<(usize, usize)>,
+}
+
+/// Reads every trigger and raw line break of `text` once.
+pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
+    let mut survey = Survey::default();
+    let adjacent = |a, b| search.adjacent(a, b);
+    let (mut raw, mut escaped) = (LoneBreaks::new(false), LoneBreaks::new(true));
+    for p in Positions::of(text, b"\\%&\r\n") {
+        let Some(&byte) = text.get(p) else {
+            break;
+        };
+        match byte {
+            b'\r' | b'\n' => {
+                survey.raw_joins.extend(raw.visit(text, p, adjacent));
+                continue;
+            }
+            b'\\' => survey
+                .escaped_joins
+                .extend(escaped.visit(text, p, adjacent)),
+            _ => {}
+        }
+        survey.present.add(byte);
+        let (relevant, breaks, end) = search.seed_at(text, p);
+        survey.relevant |= relevant;
+        if relevant || breaks {
+            survey.seeds.push((p, end));
+        }
+    }
+    survey
+}
