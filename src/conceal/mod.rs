@@ -17,6 +17,8 @@
 //!
 //! The design, and why it is linear: `DESIGN.md` in the repository.
 
+#[cfg(test)]
+mod differential;
 pub(crate) mod escapes;
 mod patterns;
 mod positions;
