@@ -233,4 +233,10 @@ pub mod fuzzing {
     pub fn bound_whole(text: &str, max_chars: usize) -> &str {
         crate::text::bound_whole(text, max_chars)
     }
+
+    /// The concealer's decoding over the whole text, which the windowed
+    /// one must match.
+    pub fn conceal_whole(concealer: &Concealer, text: &str) -> String {
+        concealer.conceal_whole(text).into_owned()
+    }
 }

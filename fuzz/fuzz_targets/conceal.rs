@@ -46,6 +46,13 @@ fuzz_target!(|data: &[u8]| {
     let concealer = Concealer::new([token.as_str()]);
     let out = concealer.conceal(&text);
 
+    // Views decoded only in windows find what views of the whole text find.
+    let whole = meterwire::fuzzing::conceal_whole(&concealer, &text);
+    assert_eq!(
+        out, whole,
+        "windows and the whole text differ:\n token {token:?}\n text {text:?}"
+    );
+
     if let Some(reading) = holds(&out, token.as_bytes()) {
         panic!(
             "the token is in the output, read as {reading}:\n token {token:?}\n text {text:?}\n out  {out:?}"
