@@ -116,7 +116,7 @@ fn unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
 }
 
 /// JSON's `\uXXXX`, or a surrogate pair of them.
-fn json_unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
+pub(super) fn json_unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
     let first = hex_at(src, p + 2, 4)?;
     if (0xD800..=0xDBFF).contains(&first) {
         // A high surrogate means nothing without its low half; a lone one

@@ -2,7 +2,7 @@
 //! the base64 cores of its encodings, all compiled into one automaton.
 
 use super::MIN_CORE_LEN;
-use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
+use super::escapes::{char_ref, json_escape, json_unicode_escape, lenient_escape, percent_escape};
 use super::views::Decoded;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
@@ -93,6 +93,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
         relevant[usize::from(byte)] = true;
     }
     let backslash = backslash_table(&relevant);
+    let relevant_high = relevant.iter().skip(0x80).any(|&r| r);
     let separator: [bool; 256] = std::array::from_fn(|b| {
         b < 0x80 && !relevant[b] && b != usize::from(b'\r') && b != usize::from(b'\n')
     });
@@ -125,6 +126,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             kinds,
             core_prefix,
             relevant,
+            relevant_high,
             backslash,
             separator,
             pairs,
@@ -146,6 +148,8 @@ pub(super) struct Search {
     /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a
     /// base64 run is made of.
     relevant: [bool; 256],
+    /// Whether any byte of a character that is not ASCII is relevant.
+    relevant_high: bool,
     /// What [`Search::seed_at`] makes of a backslash before each byte other
     /// than `u` and `x` (whose escapes run on): [`Seed`] flags.
     backslash: [u8; 256],
@@ -160,6 +164,29 @@ pub(super) struct Search {
 }
 
 impl Search {
+    /// Whether some byte of `c` is relevant: only ASCII ones are, unless a
+    /// secret holds a character that is not.
+    fn relevant_char(&self, c: char) -> bool {
+        if let Ok(b) = u8::try_from(c)
+            && b.is_ascii()
+        {
+            return self.relevant[usize::from(b)];
+        }
+        self.relevant_high && {
+            let mut buf = [0u8; 4];
+            c.encode_utf8(&mut buf)
+                .bytes()
+                .any(|b| self.relevant[usize::from(b)])
+        }
+    }
+
+    /// Whether a backslash before `next` is an escape that means nothing
+    /// for the views and starts no line break (`\"`, `\t`): the most
+    /// common backslash of generated text, read with one lookup.
+    pub(super) fn quiet_backslash(&self, next: u8) -> bool {
+        !matches!(next, b'u' | b'x' | b'n' | b'r') && self.backslash[usize::from(next)] == 0
+    }
+
     /// What the trigger at `p` means for the views: whether its escape
     /// decodes to a relevant byte, whether it is a line break a view joins
     /// that the text's own joined views do not, and where it ends. See
@@ -169,12 +196,7 @@ impl Search {
         let relevant = |decoded: Option<(usize, Decoded)>| match decoded {
             None => false,
             Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
-            Some((_, Decoded::Char(c))) => {
-                let mut buf = [0u8; 4];
-                c.encode_utf8(&mut buf)
-                    .bytes()
-                    .any(|b| self.relevant[usize::from(b)])
-            }
+            Some((_, Decoded::Char(c))) => self.relevant_char(c),
         };
         let line_break = |decoded: Option<(usize, Decoded)>| {
             matches!(
@@ -192,6 +214,19 @@ impl Search {
             {
                 let seed = self.backslash[usize::from(next)];
                 (seed & Seed::RELEVANT != 0, seed & Seed::BREAK != 0, p + 2)
+            }
+            // JSON's `\uXXXX` (or a pair of them), which both readings
+            // decode alike; without four hex digits, the lenient reading's
+            // `u`. Generated text writes one per accented letter or dash.
+            Some(b'\\') if text.get(p + 1) == Some(&b'u') && text.get(p + 2) != Some(&b'{') => {
+                match json_unicode_escape(text, p) {
+                    Some(decoded) => (
+                        relevant(Some(decoded)),
+                        line_break(Some(decoded)),
+                        p + decoded.0,
+                    ),
+                    None => (self.relevant[usize::from(b'u')], false, p + 2),
+                }
             }
             // A backslash is read two ways, JavaScript's and a lenient JSON
             // reader's (`\x41` is `A` or `x41`).

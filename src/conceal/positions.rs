@@ -139,6 +139,7 @@ fn sse2_mask<const N: usize>(block: &[u8; BLOCK], splats: &[m128i; MOST]) -> u64
 impl Iterator for Positions<'_> {
     type Item = usize;
 
+    #[inline]
     fn next(&mut self) -> Option<usize> {
         while self.mask == 0 {
             if self.next_block >= self.hay.len() {

@@ -48,6 +48,13 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
             break;
         };
         match byte {
+            b'\\'
+                if let Some(&next) = text.get(p + 1)
+                    && search.quiet_backslash(next) =>
+            {
+                survey.present.add(byte);
+                continue;
+            }
             b'\r' | b'\n' => {
                 survey.raw_joins.extend(raw.visit(text, p, adjacent));
                 continue;
