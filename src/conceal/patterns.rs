@@ -180,11 +180,31 @@ impl Search {
         }
     }
 
-    /// Whether a backslash before `next` is an escape that means nothing
-    /// for the views and starts no line break (`\"`, `\t`): the most
-    /// common backslash of generated text, read with one lookup.
-    pub(super) fn quiet_backslash(&self, next: u8) -> bool {
-        !matches!(next, b'u' | b'x' | b'n' | b'r') && self.backslash[usize::from(next)] == 0
+    /// Whether the backslash at `p` starts an escape that means nothing for
+    /// the views and no line break: `\"` and `\t` (one lookup), and a
+    /// `\uXXXX` of an accented letter or a dash when no secret holds a
+    /// character that is not ASCII. Most backslashes of generated text are
+    /// these; the rest go to [`Search::seed_at`].
+    pub(super) fn quiet_backslash(&self, text: &[u8], p: usize) -> bool {
+        match text.get(p + 1) {
+            Some(b'u') => {
+                // Four hex digits of a character that is not ASCII and no
+                // surrogate (whose pair is read in full by `seed_at`).
+                !self.relevant_high
+                    && text
+                        .get(p + 2..p + 6)
+                        .and_then(|digits| {
+                            digits
+                                .iter()
+                                .try_fold(0u32, |cp, &d| Some(cp << 4 | hex_value(d)?))
+                        })
+                        .is_some_and(|cp| cp >= 0x80 && !(0xD800..0xE000).contains(&cp))
+            }
+            Some(&next) => {
+                !matches!(next, b'x' | b'n' | b'r') && self.backslash[usize::from(next)] == 0
+            }
+            None => false,
+        }
     }
 
     /// What the trigger at `p` means for the views: whether its escape
@@ -248,6 +268,16 @@ impl Search {
                 (relevant(decoded), line_break(decoded), p + len(decoded))
             }
         }
+    }
+}
+
+/// The value of a hex digit, either case.
+fn hex_value(digit: u8) -> Option<u32> {
+    match digit {
+        b'0'..=b'9' => Some(u32::from(digit - b'0')),
+        b'a'..=b'f' => Some(u32::from(digit - b'a' + 10)),
+        b'A'..=b'F' => Some(u32::from(digit - b'A' + 10)),
+        _ => None,
     }
 }
 

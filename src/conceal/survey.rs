@@ -48,10 +48,7 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
             break;
         };
         match byte {
-            b'\\'
-                if let Some(&next) = text.get(p + 1)
-                    && search.quiet_backslash(next) =>
-            {
+            b'\\' if search.quiet_backslash(text, p) => {
                 survey.present.add(byte);
                 continue;
             }
