@@ -94,6 +94,9 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     }
     let backslash = backslash_table(&relevant);
     let relevant_high = relevant.iter().skip(0x80).any(|&r| r);
+    let quiet_next: [bool; 256] = std::array::from_fn(|next| {
+        !matches!(u8::try_from(next), Ok(b'u' | b'x' | b'n' | b'r')) && backslash[next] == 0
+    });
     let separator: [bool; 256] = std::array::from_fn(|b| {
         b < 0x80 && !relevant[b] && b != usize::from(b'\r') && b != usize::from(b'\n')
     });
@@ -127,6 +130,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             core_prefix,
             relevant,
             relevant_high,
+            quiet_next,
             backslash,
             separator,
             pairs,
@@ -150,6 +154,9 @@ pub(super) struct Search {
     relevant: [bool; 256],
     /// Whether any byte of a character that is not ASCII is relevant.
     relevant_high: bool,
+    /// The bytes after which a backslash is quiet ([`Search::quiet_backslash`])
+    /// whatever follows: a two-byte escape that means nothing to a view.
+    quiet_next: [bool; 256],
     /// What [`Search::seed_at`] makes of a backslash before each byte other
     /// than `u` and `x` (whose escapes run on): [`Seed`] flags.
     backslash: [u8; 256],
@@ -186,25 +193,26 @@ impl Search {
     /// character that is not ASCII. Most backslashes of generated text are
     /// these; the rest go to [`Search::seed_at`].
     pub(super) fn quiet_backslash(&self, text: &[u8], p: usize) -> bool {
-        match text.get(p + 1) {
-            Some(b'u') => {
-                // Four hex digits of a character that is not ASCII and no
-                // surrogate (whose pair is read in full by `seed_at`).
-                !self.relevant_high
-                    && text
-                        .get(p + 2..p + 6)
-                        .and_then(|digits| {
-                            digits
-                                .iter()
-                                .try_fold(0u32, |cp, &d| Some(cp << 4 | hex_value(d)?))
-                        })
-                        .is_some_and(|cp| cp >= 0x80 && !(0xD800..0xE000).contains(&cp))
-            }
-            Some(&next) => {
-                !matches!(next, b'x' | b'n' | b'r') && self.backslash[usize::from(next)] == 0
-            }
-            None => false,
+        let Some(&next) = text.get(p + 1) else {
+            return false;
+        };
+        if self.quiet_next[usize::from(next)] {
+            return true;
         }
+        if next != b'u' || self.relevant_high {
+            return false;
+        }
+        // Four hex digits of a character that is not ASCII and no
+        // surrogate (whose pair `seed_at` reads in full).
+        let Some(&digits) = text.get(p + 2..).and_then(<[u8]>::first_chunk::<4>) else {
+            return false;
+        };
+        let values = digits.map(|d| HEX[usize::from(d)]);
+        if values.iter().any(|&v| v > 0xF) {
+            return false;
+        }
+        let cp = values.iter().fold(0u32, |cp, &v| cp << 4 | u32::from(v));
+        cp >= 0x80 && !(0xD800..0xE000).contains(&cp)
     }
 
     /// What the trigger at `p` means for the views: whether its escape
@@ -271,15 +279,21 @@ impl Search {
     }
 }
 
-/// The value of a hex digit, either case.
-fn hex_value(digit: u8) -> Option<u32> {
-    match digit {
-        b'0'..=b'9' => Some(u32::from(digit - b'0')),
-        b'a'..=b'f' => Some(u32::from(digit - b'a' + 10)),
-        b'A'..=b'F' => Some(u32::from(digit - b'A' + 10)),
-        _ => None,
+/// The value of each byte as a hex digit, either case; 0xFF for the rest.
+const HEX: [u8; 256] = {
+    let mut table = [0xFF; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            d @ b'0'..=b'9' => d - b'0',
+            d @ b'a'..=b'f' => d - b'a' + 10,
+            d @ b'A'..=b'F' => d - b'A' + 10,
+            _ => 0xFF,
+        };
+        b += 1;
     }
-}
+    table
+};
 
 /// Flags of a backslash escape for [`Search::seed_at`].
 struct Seed;

@@ -71,18 +71,18 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
         }
     }
     positions.skip_to(first);
-    for p in positions {
+    positions.for_each(|p| {
         let Some(&byte) = text.get(p) else {
-            break;
+            return;
         };
         match byte {
             b'\\' if search.quiet_backslash(text, p) => {
                 survey.present.add(byte);
-                continue;
+                return;
             }
             b'\r' | b'\n' => {
                 survey.raw_joins.extend(raw.visit(text, p, adjacent));
-                continue;
+                return;
             }
             b'\\' => survey
                 .escaped_joins
@@ -95,6 +95,6 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
         if relevant || breaks {
             survey.seeds.push((p, end));
         }
-    }
+    });
     survey
 }
