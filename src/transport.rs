@@ -1124,32 +1124,38 @@ async fn read_capped(
         .and_then(|len| usize::try_from(len).ok())
         .unwrap_or(8 * 1024);
     let mut body = Vec::with_capacity(expected.min(cap_bytes));
-    loop {
-        match timeout_at(deadline, response.chunk()).await {
-            Err(_) => return Err(Failure::Deadline { ms }),
-            Ok(Err(error)) => return Err(classify(&error, ms)),
-            Ok(Ok(None)) => return Ok(body),
-            Ok(Ok(Some(chunk))) => {
-                meter.received(chunk.len());
-                if chunk.len() > cap_bytes - body.len() {
-                    return Err(Failure::AnswerTooLarge {
-                        cap,
-                        declared: None,
-                    });
-                }
-                // Doubling, as a `Vec` grows, but never past the cap: from
-                // just over half the cap, doubling would allocate nearly
-                // twice it.
-                if body.capacity() - body.len() < chunk.len() {
-                    let wanted = body
-                        .capacity()
-                        .saturating_mul(2)
-                        .max(body.len() + chunk.len())
-                        .min(cap_bytes);
-                    body.reserve_exact(wanted - body.len());
-                }
-                body.extend_from_slice(&chunk);
+    // One timer for the whole body, not one per chunk: a timer is set and
+    // cleared in the runtime's wheel each time.
+    let read = async {
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| classify(&error, ms))?
+        {
+            meter.received(chunk.len());
+            if chunk.len() > cap_bytes - body.len() {
+                return Err(Failure::AnswerTooLarge {
+                    cap,
+                    declared: None,
+                });
             }
+            // Doubling, as a `Vec` grows, but never past the cap: from just
+            // over half the cap, doubling would allocate nearly twice it.
+            if body.capacity() - body.len() < chunk.len() {
+                let wanted = body
+                    .capacity()
+                    .saturating_mul(2)
+                    .max(body.len() + chunk.len())
+                    .min(cap_bytes);
+                body.reserve_exact(wanted - body.len());
+            }
+            body.extend_from_slice(&chunk);
         }
+        Ok(())
+    };
+    match timeout_at(deadline, read).await {
+        Err(_) => Err(Failure::Deadline { ms }),
+        Ok(Err(failure)) => Err(failure),
+        Ok(Ok(())) => Ok(body),
     }
 }
