@@ -31,10 +31,12 @@ pub(super) struct Survey {
     pub(super) present: Families,
     /// Whether some escape decodes to a relevant byte.
     pub(super) relevant: bool,
-    /// The escapes views must be decoded around, as source spans in order.
+    /// The escapes views must be decoded around, as source spans in order
+    /// (those close together merged).
     pub(super) seeds: Vec<(usize, usize)>,
-    /// The breaks the joined views of the text drop, as source spans in
-    /// order: raw ones, and JSON-escaped ones.
+    /// Where the joined views of the text drop breaks, as source spans in
+    /// order (those close together merged): raw ones, and JSON-escaped
+    /// ones.
     pub(super) raw_joins: Vec<(usize, usize)>,
     pub(super) escaped_joins: Vec<(usize, usize)>,
 }
@@ -81,20 +83,42 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
                 return;
             }
             b'\r' | b'\n' => {
-                survey.raw_joins.extend(raw.visit(text, p, adjacent));
+                if let Some(join) = raw.visit(text, p, adjacent) {
+                    push_merged(&mut survey.raw_joins, join);
+                }
                 return;
             }
-            b'\\' => survey
-                .escaped_joins
-                .extend(escaped.visit(text, p, adjacent)),
+            b'\\' => {
+                if let Some(join) = escaped.visit(text, p, adjacent) {
+                    push_merged(&mut survey.escaped_joins, join);
+                }
+            }
             _ => {}
         }
         survey.present.add(byte);
         let (relevant, breaks, end) = search.seed_at(text, p);
         survey.relevant |= relevant;
         if relevant || breaks {
-            survey.seeds.push((p, end));
+            push_merged(&mut survey.seeds, (p, end));
         }
     });
     survey
+}
+
+/// Spans closer than this are kept as one: a window around both is the
+/// same window or barely larger, and text dense with escapes (a run of
+/// backslashes) then keeps a span per 64 bytes at most, not one per byte.
+const MERGE_GAP: usize = 64;
+
+/// Pushes `span` (starting at or after every span before it), or widens
+/// the last span over it when the two are within [`MERGE_GAP`]: any stretch
+/// of text may lie in a window, so a merged seed only widens one.
+fn push_merged(spans: &mut Vec<(usize, usize)>, (start, end): (usize, usize)) {
+    if let Some(last) = spans.last_mut()
+        && start <= last.1 + MERGE_GAP
+    {
+        last.1 = last.1.max(end);
+        return;
+    }
+    spans.push((start, end));
 }
