@@ -84,13 +84,13 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
             }
             b'\r' | b'\n' => {
                 if let Some(join) = raw.visit(text, p, adjacent) {
-                    push_merged(&mut survey.raw_joins, join);
+                    push_merged(&mut survey.raw_joins, join, text, &search.separator);
                 }
                 return;
             }
             b'\\' => {
                 if let Some(join) = escaped.visit(text, p, adjacent) {
-                    push_merged(&mut survey.escaped_joins, join);
+                    push_merged(&mut survey.escaped_joins, join, text, &search.separator);
                 }
             }
             _ => {}
@@ -99,26 +99,40 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
         let (relevant, breaks, end) = search.seed_at(text, p);
         survey.relevant |= relevant;
         if relevant || breaks {
-            push_merged(&mut survey.seeds, (p, end));
+            push_merged(&mut survey.seeds, (p, end), text, &search.separator);
         }
     });
     survey
 }
 
-/// Spans closer than this are kept as one: a window around both is the
-/// same window or barely larger, and text dense with escapes (a run of
-/// backslashes) then keeps a span per 64 bytes at most, not one per byte.
+/// The longest gap [`push_merged`] reads for a separator pair.
 const MERGE_GAP: usize = 64;
 
 /// Pushes `span` (starting at or after every span before it), or widens
-/// the last span over it when the two are within [`MERGE_GAP`]: any stretch
-/// of text may lie in a window, so a merged seed only widens one.
-fn push_merged(spans: &mut Vec<(usize, usize)>, (start, end): (usize, usize)) {
+/// the last span over it when no separator pair lies between the two
+/// (looked for only in a gap of at most [`MERGE_GAP`] bytes): both are
+/// then in one window whatever else is seeded. Text dense with escapes (a
+/// run of backslashes) so keeps a few spans, not one per escape.
+fn push_merged(
+    spans: &mut Vec<(usize, usize)>,
+    (start, end): (usize, usize),
+    text: &[u8],
+    separator: &[bool; 256],
+) {
     if let Some(last) = spans.last_mut()
         && start <= last.1 + MERGE_GAP
     {
-        last.1 = last.1.max(end);
-        return;
+        // The pair may straddle either end of the gap.
+        let gap = text
+            .get(last.1.saturating_sub(1)..(start + 1).min(text.len()))
+            .unwrap_or_default();
+        let apart = gap
+            .windows(2)
+            .any(|pair| pair.iter().all(|&b| separator[usize::from(b)]));
+        if start <= last.1 || !apart {
+            last.1 = last.1.max(end);
+            return;
+        }
     }
     spans.push((start, end));
 }
