@@ -192,6 +192,7 @@ impl Search {
     /// `\uXXXX` of an accented letter or a dash when no secret holds a
     /// character that is not ASCII. Most backslashes of generated text are
     /// these; the rest go to [`Search::seed_at`].
+    #[inline]
     pub(super) fn quiet_backslash(&self, text: &[u8], p: usize) -> bool {
         let Some(&next) = text.get(p + 1) else {
             return false;

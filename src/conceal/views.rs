@@ -430,6 +430,7 @@ impl LoneBreaks {
     /// The break at `p` as a source span, if it is a lone one between two
     /// bytes `adjacent` pairs; `p` holds the kind's first byte (`\\`, or
     /// `\r` / `\n`), and positions come in increasing order.
+    #[inline]
     pub(super) fn visit(
         &mut self,
         hay: &[u8],
@@ -451,6 +452,7 @@ impl LoneBreaks {
 
     /// Only breaks of this kind: a raw line may end in a token's own
     /// backslash and `n`.
+    #[inline]
     fn break_at(&self, hay: &[u8], p: usize) -> Option<usize> {
         line_break(hay, p).filter(|_| (hay.get(p) == Some(&b'\\')) == self.escaped)
     }
