@@ -82,6 +82,19 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
                 survey.present.add(byte);
                 return;
             }
+            // A `%` or `&` that starts no escape (`%%%`, `a & b`): no
+            // decoder need look.
+            b'%' if !text.get(p + 1).is_some_and(u8::is_ascii_hexdigit) => {
+                survey.present.add(byte);
+                return;
+            }
+            b'&' if !text
+                .get(p + 1)
+                .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'#') =>
+            {
+                survey.present.add(byte);
+                return;
+            }
             b'\r' | b'\n' => {
                 if let Some(join) = raw.visit(text, p, adjacent) {
                     push_merged(&mut survey.raw_joins, join, text, &search.separator);
