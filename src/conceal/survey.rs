@@ -1,6 +1,6 @@
 //! One pass over the text's triggers and line breaks, before any view is
-//! decoded: which escaping families it uses, whether any escape can matter,
-//! where views must be decoded, and which breaks its joined views drop.
+//! decoded: whether any escape can matter, where views must be decoded, and
+//! which breaks the text's joined views drop.
 //!
 //! When no escape decodes to a relevant byte, no view can add a hit: a hit
 //! in a view is all pattern bytes, so it holds no decoded byte and is a
@@ -21,14 +21,12 @@
 
 use super::patterns::Search;
 use super::positions::Positions;
-use super::views::{Families, LoneBreaks};
-use memchr::{memchr, memchr2, memchr3};
+use super::views::LoneBreaks;
+use memchr::{memchr2, memchr3};
 
 /// What the pass finds.
 #[derive(Default)]
 pub(super) struct Survey {
-    /// The families whose triggers occur.
-    pub(super) present: Families,
     /// Whether some escape decodes to a relevant byte.
     pub(super) relevant: bool,
     /// The escapes views must be decoded around, as source spans in order
@@ -61,16 +59,9 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
     };
     let mut positions = Positions::of(text, b"\\%&\r\n");
     // `\"` is left out of the masks when it means nothing (no secret
-    // holds a `"`); that no backslash is then seen must not hide the
-    // family.
+    // holds a `"`).
     if search.quiet_backslash(b"\\\"", 0) {
         positions = positions.without_pair(b'\\', b'"');
-        if text
-            .get(first..)
-            .is_some_and(|rest| memchr(b'\\', rest).is_some())
-        {
-            survey.present.add(b'\\');
-        }
     }
     positions.skip_to(first);
     positions.for_each(|p| {
@@ -79,20 +70,17 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
         };
         match byte {
             b'\\' if search.quiet_backslash(text, p) => {
-                survey.present.add(byte);
                 return;
             }
             // A `%` or `&` that starts no escape (`%%%`, `a & b`): no
             // decoder need look.
             b'%' if !text.get(p + 1).is_some_and(u8::is_ascii_hexdigit) => {
-                survey.present.add(byte);
                 return;
             }
             b'&' if !text
                 .get(p + 1)
                 .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'#') =>
             {
-                survey.present.add(byte);
                 return;
             }
             b'\r' | b'\n' => {
@@ -108,7 +96,6 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
             }
             _ => {}
         }
-        survey.present.add(byte);
         let (relevant, breaks, end) = search.seed_at(text, p);
         survey.relevant |= relevant;
         if relevant || breaks {

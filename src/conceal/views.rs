@@ -111,16 +111,6 @@ impl Families {
         views
     }
 
-    /// Marks the family `trigger` starts as present.
-    pub(super) fn add(&mut self, trigger: u8) {
-        match trigger {
-            b'\\' => self.escapes = true,
-            b'%' => self.percent = true,
-            b'&' => self.refs = true,
-            _ => {}
-        }
-    }
-
     /// Whether backslashes are present (or read) at all.
     pub(super) fn has_escapes(self) -> bool {
         self.escapes || self.lenient
