@@ -39,16 +39,9 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use memchr::memmem::Finder;
 use meterwire::{Concealer, REDACTED};
 
-/// Has `+` and `/`, so its JSON, percent, HTML and base64 forms all differ
-/// from the raw token.
-const TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
-
-/// The token JSON-escaped as PHP escapes it, and with `\/` only: the forms
-/// the generated text echoes, in turn.
-const JSON_FORMS: [&str; 2] = [
-    r"mw_live_4f\u002BAb\/9zQ7vX2kP9zR4tL8wN",
-    r"mw_live_4f+Ab\/9zQ7vX2kP9zR4tL8wN",
-];
+#[path = "common/records.rs"]
+mod records;
+use records::{JSON_FORMS, TOKEN, echo, generated, generated_echo, plain};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
@@ -118,41 +111,6 @@ const KINDS: [Kind; 10] = [
         record: base64_run,
     },
 ];
-
-// `plain`, `echo`, `generated` and `generated_echo` are the same as the
-// records of `benches/send.rs`: change both or neither.
-
-/// JSON as an engine answers it, with none of `\ % &` and no token.
-fn plain(i: usize) -> String {
-    format!(
-        r#"{{"id":{i},"word":"lorem","score":0.{:03},"tags":["alpha","beta"],"done":true}},"#,
-        i % 1000
-    )
-}
-
-/// A plain JSON record quoting `token` back, as an engine's error does.
-fn echo(i: usize, token: &str) -> String {
-    format!(r#"{{"id":{i},"error":"invalid token","token":"{token}"}},"#)
-}
-
-/// A record of generated text, its strings escaping newlines, quotes and
-/// non-ASCII characters; with `echo`, it also quotes that form of the token.
-fn generated(i: usize, echo: Option<&str>) -> String {
-    let text = r#"The caf\u00e9 was warm.\nShe said \"stay\" \u2014 and he did."#;
-    let score = i % 1000;
-    match echo {
-        None => format!(r#"{{"index":{i},"text":"{text}","score":0.{score:03}}},"#),
-        Some(form) => format!(
-            r#"{{"index":{i},"text":"{text}\nYour key {form} was refused.","score":0.{score:03}}},"#
-        ),
-    }
-}
-
-/// The form of the token generated record `i` echoes: every 100th record
-/// echoes one, the two JSON forms in turn.
-fn generated_echo(i: usize) -> Option<&'static str> {
-    (i % 100 == 99).then(|| JSON_FORMS[i / 100 % 2])
-}
 
 /// JSON as a generating engine answers it: prose whose strings escape
 /// newlines and quotes, one backslash every ~30 bytes, and no token.

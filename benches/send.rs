@@ -54,7 +54,10 @@ mod meter;
 #[allow(unused_imports)]
 use meterwire::Cause;
 
-const TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
+#[path = "common/records.rs"]
+mod records;
+use records::{JSON_FORMS, TOKEN, echo, generated, generated_echo, plain};
+
 const DEADLINE: Duration = Duration::from_secs(30);
 const REQUEST: &str = r#"{"prompt":"the cat sat on the","max_tokens":16,"temperature":0.2}"#;
 const SMALL: &str = r#"{"id":"cmpl-7f3a","choices":[{"text":" mat","score":0.731}],"usage":{"prompt":6,"completion":1}}"#;
@@ -66,50 +69,8 @@ const MAX_CONNECTIONS: usize = 4096;
 const MAX_REQUESTS_PER_CONNECTION: usize = 1 << 24;
 const MAX_HEAD: usize = 64 * 1024;
 
-/// The token JSON-escaped as PHP escapes it, and with `\/` only: the forms
-/// the generated text echoes, in turn.
-const JSON_FORMS: [&str; 2] = [
-    r"mw_live_4f\u002BAb\/9zQ7vX2kP9zR4tL8wN",
-    r"mw_live_4f+Ab\/9zQ7vX2kP9zR4tL8wN",
-];
-
 /// How many times the plain 1 MiB answer echoes the raw token.
 const PLAIN_ECHOES: usize = 1_000;
-
-// The records below are the same as those of `benches/conceal.rs` (its
-// `plain`, `echoes` and `generated` kinds): change both or neither.
-
-/// A plain JSON record: none of `\ % &`, and no token.
-fn plain(i: usize) -> String {
-    format!(
-        r#"{{"id":{i},"word":"lorem","score":0.{:03},"tags":["alpha","beta"],"done":true}},"#,
-        i % 1000
-    )
-}
-
-/// A plain JSON record quoting `token` back, as an engine's error does.
-fn echo(i: usize, token: &str) -> String {
-    format!(r#"{{"id":{i},"error":"invalid token","token":"{token}"}},"#)
-}
-
-/// A record of generated text, its strings escaping newlines, quotes and
-/// non-ASCII characters; with `echo`, it also quotes that form of the token.
-fn generated(i: usize, echo: Option<&str>) -> String {
-    let text = r#"The caf\u00e9 was warm.\nShe said \"stay\" \u2014 and he did."#;
-    let score = i % 1000;
-    match echo {
-        None => format!(r#"{{"index":{i},"text":"{text}","score":0.{score:03}}},"#),
-        Some(form) => format!(
-            r#"{{"index":{i},"text":"{text}\nYour key {form} was refused.","score":0.{score:03}}},"#
-        ),
-    }
-}
-
-/// The form of the token generated record `i` echoes: every 100th record
-/// echoes one, the two JSON forms in turn.
-fn generated_echo(i: usize) -> Option<&'static str> {
-    (i % 100 == 99).then(|| JSON_FORMS[i / 100 % 2])
-}
 
 /// An answer the loopback engine sends, and what the transport must make
 /// of it.
