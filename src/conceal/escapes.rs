@@ -39,12 +39,31 @@ pub(crate) fn decode_char_refs(text: &str) -> String {
     out
 }
 
+/// The value of each byte as a hex digit, either case; 0xFF for the rest.
+/// A table: the survey reads the four digits of every `\uXXXX`.
+const HEX: [u8; 256] = {
+    let mut table = [0xFF; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            d @ b'0'..=b'9' => d - b'0',
+            d @ b'a'..=b'f' => d - b'a' + 10,
+            d @ b'A'..=b'F' => d - b'A' + 10,
+            _ => 0xFF,
+        };
+        b += 1;
+    }
+    table
+};
+
 fn hex_digit(b: u8) -> Option<u32> {
-    char::from(b).to_digit(16)
+    HEX.get(usize::from(b))
+        .filter(|&&v| v <= 0xF)
+        .map(|&v| u32::from(v))
 }
 
 /// `n` hex digits at `at`, either case.
-fn hex_at(src: &[u8], at: usize, n: usize) -> Option<u32> {
+pub(super) fn hex_at(src: &[u8], at: usize, n: usize) -> Option<u32> {
     let digits = src.get(at..at + n)?;
     digits
         .iter()

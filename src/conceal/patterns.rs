@@ -2,7 +2,9 @@
 //! the base64 cores of its encodings, all compiled into one automaton.
 
 use super::MIN_CORE_LEN;
-use super::escapes::{char_ref, json_escape, json_unicode_escape, lenient_escape, percent_escape};
+use super::escapes::{
+    char_ref, hex_at, json_escape, json_unicode_escape, lenient_escape, percent_escape,
+};
 use super::views::Decoded;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
@@ -205,14 +207,9 @@ impl Search {
         }
         // Four hex digits of a character that is not ASCII and no
         // surrogate (whose pair `seed_at` reads in full).
-        let Some(&digits) = text.get(p + 2..).and_then(<[u8]>::first_chunk::<4>) else {
+        let Some(cp) = hex_at(text, p + 2, 4) else {
             return false;
         };
-        let values = digits.map(|d| HEX[usize::from(d)]);
-        if values.iter().any(|&v| v > 0xF) {
-            return false;
-        }
-        let cp = values.iter().fold(0u32, |cp, &v| cp << 4 | u32::from(v));
         cp >= 0x80 && !(0xD800..0xE000).contains(&cp)
     }
 
@@ -279,22 +276,6 @@ impl Search {
         }
     }
 }
-
-/// The value of each byte as a hex digit, either case; 0xFF for the rest.
-const HEX: [u8; 256] = {
-    let mut table = [0xFF; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = match b as u8 {
-            d @ b'0'..=b'9' => d - b'0',
-            d @ b'a'..=b'f' => d - b'a' + 10,
-            d @ b'A'..=b'F' => d - b'A' + 10,
-            _ => 0xFF,
-        };
-        b += 1;
-    }
-    table
-};
 
 /// Flags of a backslash escape for [`Search::seed_at`].
 struct Seed;
