@@ -181,12 +181,7 @@ impl Search {
         {
             return self.relevant[usize::from(b)];
         }
-        self.relevant_high && {
-            let mut buf = [0u8; 4];
-            c.encode_utf8(&mut buf)
-                .bytes()
-                .any(|b| self.relevant[usize::from(b)])
-        }
+        self.relevant_high && decodes_relevant(&self.relevant, Decoded::Char(c))
     }
 
     /// Whether the backslash at `p` starts an escape that means nothing for
@@ -224,12 +219,8 @@ impl Search {
             Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
             Some((_, Decoded::Char(c))) => self.relevant_char(c),
         };
-        let line_break = |decoded: Option<(usize, Decoded)>| {
-            matches!(
-                decoded,
-                Some((_, Decoded::Byte(b'\n' | b'\r') | Decoded::Char('\n' | '\r')))
-            )
-        };
+        let line_break =
+            |decoded: Option<(usize, Decoded)>| decoded.is_some_and(|(_, d)| decodes_break(d));
         let len = |decoded: Option<(usize, Decoded)>| decoded.map_or(1, |(len, _)| len);
         match text.get(p) {
             // A two-byte escape, which the byte after the backslash alone
@@ -277,6 +268,27 @@ impl Search {
     }
 }
 
+/// Whether some byte of what an escape decodes to is relevant.
+fn decodes_relevant(relevant: &[bool; 256], decoded: Decoded) -> bool {
+    match decoded {
+        Decoded::Byte(b) => relevant[usize::from(b)],
+        Decoded::Char(c) => {
+            let mut buf = [0u8; 4];
+            c.encode_utf8(&mut buf)
+                .bytes()
+                .any(|b| relevant[usize::from(b)])
+        }
+    }
+}
+
+/// Whether an escape decodes to a line break.
+fn decodes_break(decoded: Decoded) -> bool {
+    matches!(
+        decoded,
+        Decoded::Byte(b'\n' | b'\r') | Decoded::Char('\n' | '\r')
+    )
+}
+
 /// Flags of a backslash escape for [`Search::seed_at`].
 struct Seed;
 
@@ -298,24 +310,12 @@ fn backslash_table(relevant: &[bool; 256]) -> [u8; 256] {
         };
         let escape = [b'\\', next];
         let mut seed = 0;
-        for decoded in [json_escape(&escape, 0), lenient_escape(&escape, 0)] {
-            let bytes = match decoded {
-                Some((_, Decoded::Byte(b))) => [b, 0, 0, 0],
-                Some((_, Decoded::Char(c))) => {
-                    let mut buf = [0u8; 4];
-                    c.encode_utf8(&mut buf);
-                    buf
-                }
-                None => continue,
-            };
-            let len = match decoded {
-                Some((_, Decoded::Char(c))) => c.len_utf8(),
-                _ => 1,
-            };
-            if bytes[..len].iter().any(|&b| relevant[usize::from(b)]) {
+        let readings = [json_escape(&escape, 0), lenient_escape(&escape, 0)];
+        for (_, decoded) in readings.into_iter().flatten() {
+            if decodes_relevant(relevant, decoded) {
                 seed |= Seed::RELEVANT;
             }
-            if matches!(bytes[0], b'\n' | b'\r') && !matches!(next, b'n' | b'r') {
+            if decodes_break(decoded) && !matches!(next, b'n' | b'r') {
                 seed |= Seed::BREAK;
             }
         }
