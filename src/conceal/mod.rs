@@ -32,7 +32,7 @@ mod windows;
 
 use crate::Env;
 use patterns::{Matcher, Search, compile};
-use scan::{Nested, Raw, Shifted, SourceMap, Spans, scan};
+use scan::{Nested, Raw, SourceMap, Spans, Window, scan};
 use shapes::scrub_shapes;
 use std::borrow::Cow;
 use std::fmt;
@@ -246,18 +246,11 @@ impl Concealer {
         let survey = survey(search, bytes);
         match decoding {
             Decoding::Windows => {
-                let adjacent = |a, b| search.adjacent(a, b);
                 for (escaped, joins) in [(false, &survey.raw_joins), (true, &survey.escaped_joins)]
                 {
                     for (start, end) in windows(bytes, joins, &search.separator) {
                         let window = bytes.get(start..end).unwrap_or_default();
-                        if let Some(joined) = View::join(window, escaped, adjacent) {
-                            let map = Shifted {
-                                inner: &joined,
-                                by: start,
-                            };
-                            scan(search, &joined.bytes, &map, &mut spans);
-                        }
+                        scan_joined(search, window, escaped, &Window(start), &mut spans);
                     }
                 }
                 if !survey.relevant {
@@ -273,7 +266,9 @@ impl Concealer {
             }
             #[cfg(any(test, fuzzing))]
             Decoding::Whole => {
-                scan_joined(search, bytes, None, &mut spans);
+                for escaped in [false, true] {
+                    scan_joined(search, bytes, escaped, &Window(0), &mut spans);
+                }
                 if !survey.relevant {
                     return spans.replace();
                 }
@@ -350,12 +345,14 @@ fn views_of(search: &Search, hay: &[u8], offset: usize, spans: &mut Spans) {
         if view.decoded() == 0 {
             continue;
         }
-        let outer = Shifted {
+        let outer = Nested {
+            outer: &Window(offset),
             inner: &view,
-            by: offset,
         };
         scan(search, &view.bytes, &outer, spans);
-        scan_joined(search, &view.bytes, Some(&outer), spans);
+        for escaped in [false, true] {
+            scan_joined(search, &view.bytes, escaped, &outer, spans);
+        }
         // One layer more, the same way, for what was encoded twice: an
         // error quoting upstream JSON as a JSON string (`\\u002B`), a
         // percent-encoded JSON body (`%5Cu002B`).
@@ -371,30 +368,23 @@ fn views_of(search: &Search, hay: &[u8], offset: usize, spans: &mut Spans) {
                 inner: &nested,
             };
             scan(search, &nested.bytes, &map, spans);
-            scan_joined(search, &nested.bytes, Some(&map), spans);
+            for escaped in [false, true] {
+                scan_joined(search, &nested.bytes, escaped, &map, spans);
+            }
         }
     }
 }
 
-/// Scans the joined views of `hay` (its raw lines joined, and its
-/// JSON-escaped lines joined, where an occurrence could be broken across
-/// them), those it has; `map` takes `hay` back to the text, `None` when
-/// `hay` is the text.
-fn scan_joined(search: &Search, hay: &[u8], map: Option<&dyn SourceMap>, spans: &mut Spans) {
-    for escaped in [false, true] {
-        let Some(joined) = View::join(hay, escaped, |a, b| search.adjacent(a, b)) else {
-            continue;
+/// Scans the joined view of `hay` of one kind of line break (raw, or
+/// JSON-escaped), if it has one: its lines joined where an occurrence could
+/// be broken across them. `map` takes `hay` back to the text.
+fn scan_joined(search: &Search, hay: &[u8], escaped: bool, map: &dyn SourceMap, spans: &mut Spans) {
+    if let Some(joined) = View::join(hay, escaped, |a, b| search.adjacent(a, b)) {
+        let map = Nested {
+            outer: map,
+            inner: &joined,
         };
-        match map {
-            None => scan(search, &joined.bytes, &joined, spans),
-            Some(outer) => {
-                let map = Nested {
-                    outer,
-                    inner: &joined,
-                };
-                scan(search, &joined.bytes, &map, spans);
-            }
-        }
+        scan(search, &joined.bytes, &map, spans);
     }
 }
 
