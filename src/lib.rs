@@ -108,9 +108,13 @@ mod answer;
 mod conceal;
 mod config;
 mod env;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod limits;
 mod meter;
 mod naming;
+mod origin;
 mod refusal;
 mod retry;
 mod text;
@@ -156,87 +160,4 @@ fn _assert_impls() {
     public::<RetryPolicy>();
     public::<MeterSnapshot>();
     fn object_safe(_: &dyn Transport) {}
-}
-
-/// The crate's private readers of engine text, for the fuzz targets in
-/// `fuzz/` only: built with `--cfg fuzzing` (as `cargo fuzz` builds), never
-/// part of the public API. Each wraps one reader, taking plain strings and
-/// bytes; header readers take `(name, value)` pairs, and a pair whose name
-/// or value is not a valid header is left out, as the HTTP stack would
-/// refuse it.
-#[cfg(fuzzing)]
-#[doc(hidden)]
-#[allow(missing_docs)]
-pub mod fuzzing {
-    use std::time::{Duration, SystemTime};
-
-    use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-
-    use crate::Concealer;
-    use crate::refusal::evidence::{challenge, request_id as id, retry, words};
-
-    fn headers(pairs: &[(&str, &[u8])]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_bytes(value),
-            ) {
-                map.append(name, value);
-            }
-        }
-        map
-    }
-
-    pub fn retry_delay(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration> {
-        retry::retry_delay(&headers(pairs), now)
-    }
-
-    pub fn exhausted(pairs: &[(&str, &[u8])]) -> Option<Duration> {
-        crate::limits::exhausted(&headers(pairs))
-    }
-
-    /// `(error, error_description, scope)` of the `Bearer` challenge among
-    /// these `www-authenticate` values.
-    #[allow(clippy::type_complexity)]
-    pub fn bearer_challenge(
-        values: &[&[u8]],
-    ) -> Option<(Option<String>, Option<String>, Option<String>)> {
-        let pairs: Vec<(&str, &[u8])> = values.iter().map(|v| ("www-authenticate", *v)).collect();
-        challenge::bearer_challenge(&headers(&pairs)).map(|c| (c.error, c.description, c.scope))
-    }
-
-    pub fn request_id(pairs: &[(&str, &[u8])]) -> Option<Vec<u8>> {
-        id::request_id(&headers(pairs)).map(<[u8]>::to_vec)
-    }
-
-    pub fn engine_words(text: &str, concealer: &Concealer) -> Option<String> {
-        words::engine_words(text, concealer)
-    }
-
-    pub fn engine_value(value: &[u8], concealer: &Concealer, limit: usize) -> String {
-        words::engine_value(value, concealer, limit)
-    }
-
-    pub fn credit_code(text: &str, concealer: &Concealer) -> Option<String> {
-        words::credit_code(text, concealer)
-    }
-
-    pub fn json_message(text: &str) -> Option<String> {
-        words::json_message(text)
-    }
-
-    pub fn html_text(text: &str) -> Option<String> {
-        words::html_text(text)
-    }
-
-    pub fn bound_whole(text: &str, max_chars: usize) -> &str {
-        crate::text::bound_whole(text, max_chars)
-    }
-
-    /// The concealer's decoding over the whole text, which the windowed
-    /// one must match.
-    pub fn conceal_whole(concealer: &Concealer, text: &str) -> String {
-        concealer.conceal_whole(text).into_owned()
-    }
 }

@@ -1,23 +1,27 @@
-//! The engine's limits, respected by every clone of a transport.
+//! The engine's limits, respected by every clone of a transport: the one
+//! place that says why a send was held.
 //!
 //! A `429` with a retry hint says the account's window is spent; sending
 //! again before it passes costs the engine a request and the account its
 //! standing, and a predictor with many tasks would do it many times at
 //! once. So the hint becomes a **hold** shared by every clone: a send
-//! before the window ends is not sent (§9). A **latch** (opt-in) does the
-//! same after a `402`, `401` or `403` for a fixed time: an empty account or
-//! a rejected token is not fixed by asking again a millisecond later.
+//! before the window ends is not sent. An answer whose rate-limit fields say
+//! nothing is left holds the same way. A **latch** (opt-in) does the same
+//! after a `402`, `401` or `403` for a fixed time: an empty account or a
+//! rejected token is not fixed by asking again a millisecond later.
 //!
-//! Both are one `Mutex` each, read once per send and held only to copy a
-//! few fields out: a send that is not held never waits on another.
+//! [`Limits::observe`] decides what each attempt's outcome starts, and
+//! [`Limits::gate`] what a send meets before it goes. Both are one `Mutex`
+//! each, held only to copy a few fields out: a send that is not held never
+//! waits on another.
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 
-use crate::Refusal;
+use crate::retry::RetryPolicy;
+use crate::{Cause, Refusal};
 
 /// A window the engine asked the caller to wait out.
 #[derive(Clone, Debug)]
@@ -39,16 +43,102 @@ pub(crate) struct Latched {
     pub(crate) refusal: Refusal,
 }
 
+/// What one attempt came to, as the limits see it.
+pub(crate) enum Seen<'a> {
+    /// An answer, and how long its rate-limit fields say nothing is left.
+    Answer { exhausted: Option<Duration> },
+    /// A refusal the engine's answer (or its absence) gave.
+    Refused(&'a Refusal),
+}
+
+/// What a send meets before it goes.
+pub(crate) enum Gate {
+    /// Nothing holds it.
+    Open,
+    /// A hold the send may wait out: its policy's `max_wait` and its
+    /// deadline both cover it.
+    Wait(Instant),
+    /// A hold the send may not wait out: it is refused, not sent.
+    Held(Hold),
+}
+
 /// The hold and the latch of one transport and its clones.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Limits {
+    respect: bool,
+    latch_for: Option<Duration>,
     hold: Mutex<Option<Hold>>,
     latch: Mutex<Option<Latched>>,
 }
 
 impl Limits {
-    /// The hold in force at `now`, if any.
-    pub(crate) fn hold(&self, now: Instant) -> Option<Hold> {
+    /// Limits that hold after the engine asks to wait when `respect` is on,
+    /// and latch for `latch_for` after a `402`, `401` or `403` when it is
+    /// set.
+    pub(crate) fn new(respect: bool, latch_for: Option<Duration>) -> Limits {
+        Limits {
+            respect,
+            latch_for,
+            hold: Mutex::new(None),
+            latch: Mutex::new(None),
+        }
+    }
+
+    /// What an attempt's outcome starts: a hold after a `429` or `503` with
+    /// a retry hint (unless it names the account's credit, which no wait
+    /// mends) or an answer whose rate-limit fields say nothing is left; a
+    /// latch after the engine answered `402`, `401` or `403`.
+    pub(crate) fn observe(&self, now: Instant, seen: Seen<'_>) {
+        match seen {
+            Seen::Answer { exhausted } => {
+                if let Some(wait) = exhausted {
+                    self.hold_for(
+                        now,
+                        wait,
+                        "the rate-limit fields of an answer, which said none was left".to_owned(),
+                    );
+                }
+            }
+            Seen::Refused(refusal) => {
+                if let (Some(wait), Some(status @ (429 | 503))) =
+                    (refusal.retry_after(), refusal.status())
+                    && refusal.cause() != Cause::EngineOutOfCredit
+                {
+                    self.hold_for(now, wait, format!("HTTP {status}"));
+                }
+                if let Some(duration) = self.latch_for
+                    && refusal.status().is_some()
+                    && matches!(refusal.cause(), Cause::NoEngine | Cause::EngineOutOfCredit)
+                {
+                    self.latch(now, duration, refusal);
+                }
+            }
+        }
+    }
+
+    /// What a send meets at `now`: open, a hold it may wait out (with a
+    /// retry policy of more than one attempt whose `max_wait` covers the
+    /// time left, and a deadline after the hold ends), or a hold that
+    /// refuses it.
+    pub(crate) fn gate(&self, now: Instant, policy: &RetryPolicy, deadline: Instant) -> Gate {
+        let Some(hold) = self.hold(now) else {
+            return Gate::Open;
+        };
+        let left = hold.until.saturating_duration_since(now);
+        let may_wait = policy.attempts() > 1 && left <= policy.waits_for() && hold.until < deadline;
+        if may_wait {
+            Gate::Wait(hold.until)
+        } else {
+            Gate::Held(hold)
+        }
+    }
+
+    /// The hold in force at `now`, if any (none when limits are not
+    /// respected).
+    fn hold(&self, now: Instant) -> Option<Hold> {
+        if !self.respect {
+            return None;
+        }
         let hold = self
             .hold
             .lock()
@@ -57,7 +147,10 @@ impl Limits {
     }
 
     /// Holds every send until `now + wait`, unless a longer hold is in force.
-    pub(crate) fn hold_for(&self, now: Instant, wait: Duration, why: String) {
+    fn hold_for(&self, now: Instant, wait: Duration, why: String) {
+        if !self.respect {
+            return;
+        }
         let until = now + wait;
         let mut hold = self
             .hold
@@ -86,7 +179,7 @@ impl Limits {
     }
 
     /// Repeats `refusal` without sending until `now + duration`.
-    pub(crate) fn latch(&self, now: Instant, duration: Duration, refusal: &Refusal) {
+    fn latch(&self, now: Instant, duration: Duration, refusal: &Refusal) {
         let mut latch = self
             .latch
             .lock()
@@ -99,150 +192,78 @@ impl Limits {
     }
 }
 
-/// How long an answer's rate-limit fields say to wait because nothing is
-/// left: an IETF `RateLimit` field with `r=0` and a `t=`, the older
-/// draft's `ratelimit-remaining: 0` with `ratelimit-reset`, or OpenAI's
-/// `x-ratelimit-remaining-requests: 0` with `x-ratelimit-reset-requests`
-/// (`2s`, `6m0s`, `120ms`, or plain seconds).
-pub(crate) fn exhausted(headers: &HeaderMap) -> Option<Duration> {
-    // Most answers carry none of the headers read: no name need be parsed.
-    if headers.is_empty() {
-        return None;
-    }
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(field) = text("ratelimit") {
-        let params: Vec<(&str, &str)> = field
-            .split([';', ','])
-            .filter_map(|param| param.trim().split_once('='))
-            .map(|(key, value)| (key.trim(), value.trim()))
-            .collect();
-        let get = |key: &str| {
-            params
-                .iter()
-                .find(|(name, _)| name.eq_ignore_ascii_case(key))
-                .map(|(_, value)| *value)
-        };
-        if get("r") == Some("0")
-            && let Some(reset) = get("t").and_then(duration)
-        {
-            return Some(reset);
-        }
-    }
-    for (remaining, reset) in [
-        ("ratelimit-remaining", "ratelimit-reset"),
-        (
-            "x-ratelimit-remaining-requests",
-            "x-ratelimit-reset-requests",
-        ),
-    ] {
-        if text(remaining) == Some("0")
-            && let Some(reset) = text(reset).and_then(duration)
-        {
-            return Some(reset);
-        }
-    }
-    None
-}
-
-/// Plain seconds (`30`), or a Go-style duration of hours, minutes, seconds
-/// and milliseconds (`6m0s`, `1h2m`, `2.5s`, `120ms`).
-fn duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(Duration::from_secs(text.parse().unwrap_or(u64::MAX)));
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter(|end| *end > 0)?;
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let (unit, seconds) = [("ms", 0.001), ("h", 3600.0), ("m", 60.0), ("s", 1.0)]
-            .into_iter()
-            .find(|(unit, _)| rest.starts_with(unit))?;
-        rest = &rest[unit.len()..];
-        total = total.checked_add(Duration::try_from_secs_f64(number * seconds).ok()?)?;
-    }
-    Some(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.insert(*name, HeaderValue::from_str(value).expect("test header"));
-        }
-        map
-    }
-
-    #[test]
-    fn go_durations_and_plain_seconds_are_read() {
-        assert_eq!(duration("2s"), Some(Duration::from_secs(2)));
-        assert_eq!(duration("6m0s"), Some(Duration::from_secs(360)));
-        assert_eq!(duration("120ms"), Some(Duration::from_millis(120)));
-        assert_eq!(duration("1h2m3s"), Some(Duration::from_secs(3723)));
-        assert_eq!(duration("2.5s"), Some(Duration::from_millis(2500)));
-        assert_eq!(duration("30"), Some(Duration::from_secs(30)));
-        for bad in ["", "s", "5x", "-3s", "1e3s", "ms"] {
-            assert_eq!(duration(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn nothing_left_in_the_rate_limit_fields_is_a_wait() {
-        let wait = |pairs: &[(&'static str, &str)]| exhausted(&headers(pairs));
-        assert_eq!(
-            wait(&[("ratelimit", "\"default\";r=0;t=7")]),
-            Some(Duration::from_secs(7))
-        );
-        assert_eq!(wait(&[("ratelimit", "\"default\";r=3;t=7")]), None);
-        assert_eq!(
-            wait(&[
-                ("x-ratelimit-remaining-requests", "0"),
-                ("x-ratelimit-reset-requests", "6m0s")
-            ]),
-            Some(Duration::from_secs(360))
-        );
-        assert_eq!(
-            wait(&[
-                ("x-ratelimit-remaining-requests", "12"),
-                ("x-ratelimit-reset-requests", "1s")
-            ]),
-            None
-        );
-        assert_eq!(
-            wait(&[("ratelimit-remaining", "0"), ("ratelimit-reset", "3")]),
-            Some(Duration::from_secs(3))
-        );
-        assert_eq!(
-            wait(&[("x-ratelimit-remaining-requests", "0")]),
-            None,
-            "no reset, no hold"
-        );
+    fn over_quota(status: u16, wait: u64) -> Refusal {
+        Refusal::new(Cause::EngineOverQuota, "r", "CHANT_BEHAVIOUR_TOKEN", None)
+            .with_status(status)
+            .with_retry_after(Duration::from_secs(wait))
     }
 
     #[test]
     fn a_longer_hold_is_kept_and_an_expired_one_is_none() {
-        let limits = Limits::default();
+        let limits = Limits::new(true, None);
         let now = Instant::now();
-        limits.hold_for(now, Duration::from_secs(10), "HTTP 429".into());
-        limits.hold_for(now, Duration::from_secs(1), "HTTP 503".into());
+        limits.observe(now, Seen::Refused(&over_quota(429, 10)));
+        limits.observe(now, Seen::Refused(&over_quota(503, 1)));
         let hold = limits.hold(now).expect("held");
         assert_eq!(hold.why, "HTTP 429");
         assert!(limits.hold(now + Duration::from_secs(11)).is_none());
+    }
+
+    #[test]
+    fn a_hold_is_waited_out_only_within_the_policy_and_the_deadline() {
+        let limits = Limits::new(true, None);
+        let now = Instant::now();
+        let far = now + Duration::from_secs(60);
+        assert!(matches!(
+            limits.gate(now, &RetryPolicy::new(), far),
+            Gate::Open
+        ));
+        limits.observe(now, Seen::Refused(&over_quota(429, 5)));
+        assert!(matches!(
+            limits.gate(now, &RetryPolicy::new(), far),
+            Gate::Wait(_)
+        ));
+        assert!(matches!(
+            limits.gate(now, &RetryPolicy::none(), far),
+            Gate::Held(_)
+        ));
+        let soon = now + Duration::from_secs(1);
+        assert!(matches!(
+            limits.gate(now, &RetryPolicy::new(), soon),
+            Gate::Held(_)
+        ));
+        let short = RetryPolicy::new().max_wait(Duration::from_secs(1));
+        assert!(matches!(limits.gate(now, &short, far), Gate::Held(_)));
+    }
+
+    #[test]
+    fn limits_not_respected_never_hold() {
+        let limits = Limits::new(false, None);
+        let now = Instant::now();
+        limits.observe(now, Seen::Refused(&over_quota(429, 10)));
+        limits.observe(
+            now,
+            Seen::Answer {
+                exhausted: Some(Duration::from_secs(10)),
+            },
+        );
+        assert!(limits.hold(now).is_none());
+    }
+
+    #[test]
+    fn out_of_credit_latches_and_never_holds() {
+        let limits = Limits::new(true, Some(Duration::from_secs(5)));
+        let now = Instant::now();
+        let refusal = Refusal::new(Cause::EngineOutOfCredit, "r", "X_TOKEN", None)
+            .with_status(429)
+            .with_retry_after(Duration::from_secs(10));
+        limits.observe(now, Seen::Refused(&refusal));
+        assert!(limits.hold(now).is_none());
+        assert!(limits.latched(now).is_some());
+        assert!(limits.latched(now + Duration::from_secs(6)).is_none());
     }
 }

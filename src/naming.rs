@@ -17,7 +17,7 @@
 use std::fmt;
 
 use crate::Env;
-use crate::config::Origin;
+use crate::origin::Origin;
 use crate::token::{Token, UnusableToken};
 
 /// How the variables are named: a prefix and a stem.

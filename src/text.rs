@@ -1,4 +1,5 @@
-//! Bounds and taming: how any text the crate quotes is kept short and inert.
+//! Bounds, taming and phrases: how any text the crate quotes is kept short
+//! and inert, and how a delay reads.
 //!
 //! Private to the crate and used by every module that quotes outside text.
 //! Bounds count characters, never bytes, so a cut always falls on a
@@ -91,6 +92,19 @@ pub(crate) fn tame(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// `15 s`, `1.500 s`, `15 min`, `2 h 5 min`: a delay as a reason or remedy
+/// states it when there is no header value "as sent" to echo.
+pub(crate) fn seconds_phrase(delay: std::time::Duration) -> String {
+    let secs = delay.as_secs();
+    match secs {
+        0..60 if delay.subsec_millis() != 0 => format!("{:.3} s", delay.as_secs_f64()),
+        0..60 => format!("{secs} s"),
+        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +187,17 @@ mod tests {
         assert!(!kept.ends_with('\\'), "{kept:?}");
         assert_eq!(kept.chars().count(), 47);
         assert_eq!(bound_whole("ab\\&amp;cd", 4), "ab");
+    }
+
+    #[test]
+    fn a_delay_reads_in_the_largest_unit_that_keeps_it_exact() {
+        use std::time::Duration;
+        assert_eq!(seconds_phrase(Duration::from_secs(15)), "15 s");
+        assert_eq!(seconds_phrase(Duration::from_millis(1500)), "1.500 s");
+        assert_eq!(seconds_phrase(Duration::from_secs(900)), "15 min");
+        assert_eq!(seconds_phrase(Duration::from_secs(905)), "15 min 5 s");
+        assert_eq!(seconds_phrase(Duration::from_secs(7500)), "2 h 5 min");
+        assert!(seconds_phrase(Duration::MAX).ends_with(" min"));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::fmt;
 use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::config::Origin;
+use crate::origin::Origin;
 use crate::{Concealer, Env};
 
 /// A bearer token, with where it came from.

@@ -1,20 +1,12 @@
-//! The refusals given before anything is sent: no address, a forbidden
-//! address, plain `http` to a remote host, no token, a token that cannot be
-//! a header value; and a send held by the engine's window or latched after
-//! a `402`, `401` or `403`.
+//! The refusals decided when the transport is built, from the configuration
+//! alone: no address, a forbidden address, plain `http` to a remote host,
+//! no token, a token that cannot be a header value.
 //!
-//! The first five are decided when the transport is built, from the
-//! configuration alone, and each costs no request: a missing token must
-//! never reach the engine, and a token with a line break must never reach a
-//! socket. The last two are decided at the send, from what the engine said
-//! before.
+//! Each costs no request: a missing token must never reach the engine, and
+//! a token with a line break must never reach a socket.
 
-use tokio::time::Instant;
-
-use super::site::{Site, scope_phrase, seal, shown_address};
-use super::status::seconds_phrase;
+use super::site::{scope_phrase, seal, shown_address, shown_host};
 use crate::address::{Address, AddressError};
-use crate::limits::{Hold, Latched};
 use crate::token::UnusableToken;
 use crate::{Cause, Concealer, Naming, Refusal};
 
@@ -58,7 +50,7 @@ pub(crate) fn bad_address(scope: &str, error: &AddressError, concealer: &Conceal
             "carries userinfo (user:password@), which would put a second credential on the wire next to the token".to_owned(),
             format!(
                 "the address of the engine at {} without the user:password@ part",
-                crate::text::bound_whole(&concealer.conceal(host), 200)
+                shown_host(host, concealer)
             ),
         ),
     };
@@ -76,7 +68,7 @@ pub(crate) fn bad_address(scope: &str, error: &AddressError, concealer: &Conceal
                 scope_phrase(scope),
                 origin.provenance()
             ),
-            origin.set(&fix),
+            origin.set_phrase(&fix),
             origin.variable().map(str::to_owned),
         ),
     )
@@ -94,9 +86,9 @@ pub(crate) fn plaintext(scope: &str, address: &Address, concealer: &Concealer) -
                 "{}: the address {shown} ({}) is plain http to {}, which is not a loopback host; a bearer token is sent only over TLS (RFC 6750 §5.3), so nothing was sent",
                 scope_phrase(scope),
                 origin.provenance(),
-                concealer.conceal(&address.host())
+                shown_host(&address.host(), concealer)
             ),
-            origin.set("the engine's https address"),
+            origin.set_phrase("the engine's https address"),
             origin.variable().map(str::to_owned),
         ),
     )
@@ -125,7 +117,7 @@ pub(crate) fn no_token(
             format!(
                 "set {} to the bearer token the engine at {} issued, or {} for this scope alone",
                 naming.token_variable(),
-                concealer.conceal(&address.host()),
+                shown_host(&address.host(), concealer),
                 first(chain.variables())
             ),
             None,
@@ -153,7 +145,7 @@ pub(crate) fn unusable_token(
                 origin.holding("the token"),
                 error.problem()
             ),
-            origin.set(
+            origin.set_phrase(
                 "the token exactly as the engine issued it: visible ASCII, with no spaces, quotes or line breaks",
             ),
             origin.variable().map(str::to_owned),
@@ -163,61 +155,4 @@ pub(crate) fn unusable_token(
 
 fn first(variables: &[String]) -> &str {
     variables.first().map_or("", String::as_str)
-}
-
-/// A send before the engine's window ends: not sent (§9's hold).
-pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
-    let left = hold.until.saturating_duration_since(now);
-    let token = site.token();
-    site.seal(
-        Refusal::new(
-            Cause::EngineOverQuota,
-            format!(
-                "{}: the send was held, not sent: at {} the engine asked, by {}, to wait {} before sending again, and {} of that window is left; the account billed through {} is held until then",
-                site.at(),
-                httpdate::fmt_http_date(hold.asked_at),
-                hold.why,
-                seconds_phrase(hold.asked),
-                seconds_phrase(left),
-                token.holding("the token")
-            ),
-            format!(
-                "wait for the engine's limit window to pass ({} left) before sending again, or give the transport a retry policy whose max_wait covers it; or {}",
-                seconds_phrase(left),
-                token.set("a token with a limit of its own")
-            ),
-            site.address_variable(),
-        )
-        .with_retry_after(left),
-    )
-}
-
-/// A send within the latch after a `402`, `401` or `403`: the same cause,
-/// nothing sent.
-pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
-    let left = latched.until.saturating_duration_since(now);
-    let original = &latched.refusal;
-    let mut refusal = Refusal::new(
-        original.cause(),
-        format!(
-            "{}: the send was latched, not sent: at {} the engine answered{}, and sends are latched for {} more; what it said then: {}",
-            site.at(),
-            httpdate::fmt_http_date(latched.at),
-            original
-                .status()
-                .map(|status| format!(" HTTP {status}"))
-                .unwrap_or_default(),
-            seconds_phrase(left),
-            original.reason()
-        ),
-        original.remedy(),
-        original.variable().map(str::to_owned),
-    );
-    if let Some(status) = original.status() {
-        refusal = refusal.with_status(status);
-    }
-    if let Some(id) = original.request_id() {
-        refusal = refusal.with_request_id(id);
-    }
-    site.seal(refusal)
 }

@@ -57,126 +57,199 @@ pub(crate) enum Failure {
     Unsendable(String),
 }
 
+/// What a failure comes to, every column of it in one place: adding a kind
+/// of failure is adding one arm to [`Failure::row`].
+struct Row {
+    /// Whether the request can have reached the engine, for a retry (the
+    /// retry table's `decide` reads it).
+    outcome: Outcome,
+    /// A few words for the list of attempts in a reason.
+    short: String,
+    /// What failed, for the reason.
+    what: String,
+    /// How the reason says the engine fared: `did not answer:`,
+    /// `answered, but`, `was not asked:`.
+    lead: &'static str,
+    /// Where the remedy points.
+    remedy: Remedy,
+}
+
+/// Where a failure's remedy points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Remedy {
+    /// Where the status table's remedies point (`Fix`), with what the
+    /// engine did named in the remedy when it was reached.
+    Fix(Fix),
+    /// The address, and trusting a private authority's certificate.
+    Trust,
+    /// Raising the cap, or an engine that answers within it.
+    Cap,
+    /// An engine that answers JSON as UTF-8 text.
+    Utf8,
+    /// The request type the predictor serializes.
+    Serializer,
+    /// The per-call option that cannot be used.
+    Option,
+}
+
 impl Failure {
-    /// What the failure means for a retry (§9): whether the request can
-    /// have reached the engine.
+    /// Every column of the failure: one match over the kinds.
     ///
-    /// Read from reqwest's and hyper's errors, as `classify` sorts them: a
-    /// refused connection, an unknown host and any error of the connect
-    /// phase (reqwest's `is_connect`) come before a byte of the request is
-    /// written, so the engine never saw it. A reset, a closed connection or
-    /// an incomplete answer cannot be told apart from an engine that read
-    /// the request and then failed (a pooled connection the engine closed
-    /// may or may not have taken the request), so they count as sent.
-    pub(crate) fn outcome(&self) -> Outcome {
+    /// The outcome is read from reqwest's and hyper's errors, as `classify`
+    /// sorts them: a refused connection, an unknown host and any error of
+    /// the connect phase (reqwest's `is_connect`) come before a byte of the
+    /// request is written, so the engine never saw it. A reset, a closed
+    /// connection or an incomplete answer cannot be told apart from an
+    /// engine that read the request and then failed (a pooled connection
+    /// the engine closed may or may not have taken the request), so they
+    /// count as sent. TLS, the deadline, an answer over the cap or not
+    /// UTF-8 and anything refused before sending are final.
+    fn row(&self) -> Row {
+        let row = |outcome, short: &str, what: String, lead, remedy| Row {
+            outcome,
+            short: short.to_owned(),
+            what,
+            lead,
+            remedy,
+        };
+        const NO_ANSWER: &str = "did not answer:";
         match self {
-            Failure::ConnectionRefused | Failure::HostNotFound | Failure::Connect => {
-                Outcome::NotSent
-            }
-            Failure::ConnectionReset | Failure::Other => Outcome::Lost,
-            Failure::Tls(_)
-            | Failure::Deadline { .. }
-            | Failure::AnswerTooLarge { .. }
-            | Failure::AnswerNotUtf8
-            | Failure::Unserializable(_)
-            | Failure::Unsendable(_) => Outcome::Final,
+            Failure::ConnectionRefused => row(
+                Outcome::NotSent,
+                "connection refused",
+                "connection refused: nothing listens at that port".to_owned(),
+                NO_ANSWER,
+                Remedy::Fix(Fix::Reach),
+            ),
+            Failure::HostNotFound => row(
+                Outcome::NotSent,
+                "host not found",
+                "host not found: the name does not resolve".to_owned(),
+                NO_ANSWER,
+                Remedy::Fix(Fix::Reach),
+            ),
+            Failure::Connect => row(
+                Outcome::NotSent,
+                "no connection",
+                "the connection could not be made".to_owned(),
+                NO_ANSWER,
+                Remedy::Fix(Fix::Reach),
+            ),
+            Failure::Tls(why) => row(
+                Outcome::Final,
+                "TLS failed",
+                format!("TLS failed: {why}"),
+                NO_ANSWER,
+                Remedy::Trust,
+            ),
+            Failure::ConnectionReset => row(
+                Outcome::Lost,
+                "connection reset",
+                "connection reset: it closed before the answer was complete".to_owned(),
+                NO_ANSWER,
+                Remedy::Fix(Fix::Health),
+            ),
+            Failure::Deadline { ms } => row(
+                Outcome::Final,
+                &format!("no answer within {ms} ms"),
+                format!("no answer within {ms} ms"),
+                NO_ANSWER,
+                Remedy::Fix(Fix::Health),
+            ),
+            Failure::Other => row(
+                Outcome::Lost,
+                "no answer",
+                "the request failed before an answer arrived".to_owned(),
+                NO_ANSWER,
+                Remedy::Fix(Fix::Health),
+            ),
+            Failure::AnswerTooLarge { cap, declared } => row(
+                Outcome::Final,
+                "an answer over the cap",
+                match declared {
+                    Some(declared) => format!(
+                        "the answer declares {declared} bytes, over the cap of {cap} bytes, so it was not read"
+                    ),
+                    None => format!(
+                        "the answer is larger than the cap of {cap} bytes, so it was not kept"
+                    ),
+                },
+                "answered, but",
+                Remedy::Cap,
+            ),
+            Failure::AnswerNotUtf8 => row(
+                Outcome::Final,
+                "an answer not UTF-8",
+                "the answer is not UTF-8 text".to_owned(),
+                "answered, but",
+                Remedy::Utf8,
+            ),
+            Failure::Unserializable(category) => row(
+                Outcome::Final,
+                "not sent",
+                format!(
+                    "the request body could not be serialized as JSON ({category}), so nothing was sent"
+                ),
+                "was not asked:",
+                Remedy::Serializer,
+            ),
+            Failure::Unsendable(problem) => row(
+                Outcome::Final,
+                "not sent",
+                format!("{problem}, so nothing was sent"),
+                "was not asked:",
+                Remedy::Option,
+            ),
         }
+    }
+
+    /// What the failure means for a retry: whether the request can have
+    /// reached the engine.
+    pub(crate) fn outcome(&self) -> Outcome {
+        self.row().outcome
     }
 
     /// A few words for the list of attempts in a reason.
     pub(crate) fn short(&self) -> String {
-        match self {
-            Failure::ConnectionRefused => "connection refused".to_owned(),
-            Failure::HostNotFound => "host not found".to_owned(),
-            Failure::Tls(_) => "TLS failed".to_owned(),
-            Failure::ConnectionReset => "connection reset".to_owned(),
-            Failure::Deadline { ms } => format!("no answer within {ms} ms"),
-            Failure::Connect => "no connection".to_owned(),
-            Failure::AnswerTooLarge { .. } => "an answer over the cap".to_owned(),
-            Failure::AnswerNotUtf8 => "an answer not UTF-8".to_owned(),
-            Failure::Other => "no answer".to_owned(),
-            Failure::Unserializable(_) | Failure::Unsendable(_) => "not sent".to_owned(),
-        }
-    }
-
-    /// Where the remedy points.
-    fn fix(&self) -> Fix {
-        match self {
-            Failure::ConnectionRefused
-            | Failure::HostNotFound
-            | Failure::Tls(_)
-            | Failure::Connect => Fix::Reach,
-            Failure::ConnectionReset | Failure::Deadline { .. } | Failure::Other => Fix::Health,
-            Failure::Unserializable(_) | Failure::Unsendable(_) => Fix::Request,
-            // Answered, and refused for what it answered: these have
-            // remedies of their own.
-            Failure::AnswerTooLarge { .. } | Failure::AnswerNotUtf8 => Fix::Reach,
-        }
+        self.row().short
     }
 }
 
 /// What a failed request becomes: always `engine-unreachable`, with a reason
 /// naming what failed.
 pub(crate) fn refusal_for_failure(site: &Site, failure: &Failure) -> Refusal {
-    let what = match failure {
-        Failure::ConnectionRefused => "connection refused: nothing listens at that port".to_owned(),
-        Failure::HostNotFound => "host not found: the name does not resolve".to_owned(),
-        Failure::Tls(why) => format!("TLS failed: {why}"),
-        Failure::ConnectionReset => {
-            "connection reset: it closed before the answer was complete".to_owned()
-        }
-        Failure::Deadline { ms } => format!("no answer within {ms} ms"),
-        Failure::Connect => "the connection could not be made".to_owned(),
-        Failure::AnswerTooLarge { cap, declared } => match declared {
-            Some(declared) => format!(
-                "the answer declares {declared} bytes, over the cap of {cap} bytes, so it was not read"
-            ),
-            None => format!("the answer is larger than the cap of {cap} bytes, so it was not kept"),
-        },
-        Failure::AnswerNotUtf8 => "the answer is not UTF-8 text".to_owned(),
-        Failure::Other => "the request failed before an answer arrived".to_owned(),
-        Failure::Unserializable(category) => format!(
-            "the request body could not be serialized as JSON ({category}), so nothing was sent"
-        ),
-        Failure::Unsendable(problem) => format!("{problem}, so nothing was sent"),
-    };
-    let lead = match failure {
-        Failure::AnswerTooLarge { .. } | Failure::AnswerNotUtf8 => "answered, but",
-        Failure::Unserializable(_) | Failure::Unsendable(_) => "was not asked:",
-        _ => "did not answer:",
-    };
+    let Row {
+        what, lead, remedy, ..
+    } = failure.row();
     let address = site.address().origin();
-    let remedy = match failure {
-        Failure::Tls(_) => format!(
+    let remedy = match remedy {
+        Remedy::Fix(fix @ Fix::Health) => {
+            unreachable_remedy(site, fix, &format!("did not answer: {what}"), None)
+        }
+        Remedy::Fix(fix) => unreachable_remedy(site, fix, "", None),
+        Remedy::Trust => format!(
             "{}; if it presents a certificate from a private authority, trust that authority's certificate",
             unreachable_remedy(site, Fix::Reach, "", None)
         ),
-        Failure::AnswerTooLarge { .. } => format!(
+        Remedy::Cap => format!(
             "raise the answer cap if answers this large are expected, or {}",
-            address.set("an engine that answers within it")
+            address.set_phrase("an engine that answers within it")
         ),
-        Failure::AnswerNotUtf8 => address.set("an engine that answers JSON as UTF-8 text"),
-        Failure::Unserializable(_) => format!(
+        Remedy::Utf8 => address.set_phrase("an engine that answers JSON as UTF-8 text"),
+        Remedy::Serializer => format!(
             "fix the request type the predictor serializes, so that serde_json can write it as JSON for the engine at {} (the address, {}, was not contacted)",
             site.host(),
             address.named()
         ),
-        Failure::Unsendable(_) => format!(
+        Remedy::Option => format!(
             "drop or fix that option where the predictor builds the call, so that the engine at {} can be asked (the address, {}, was not contacted)",
             site.host(),
             address.named()
         ),
-        Failure::ConnectionReset | Failure::Deadline { .. } | Failure::Other => unreachable_remedy(
-            site,
-            failure.fix(),
-            &format!("did not answer: {what}"),
-            None,
-        ),
-        _ => unreachable_remedy(site, failure.fix(), "", None),
     };
     site.seal(Refusal::new(
         Cause::EngineUnreachable,
-        format!("{} {lead} {what}", site.at()),
+        format!("{} {lead} {what}", site.subject()),
         remedy,
         site.address_variable(),
     ))
@@ -292,7 +365,7 @@ mod tests {
     use super::*;
     use crate::Concealer;
     use crate::address::Address;
-    use crate::config::Origin;
+    use crate::origin::Origin;
 
     const ADDRESS_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";
 
@@ -357,7 +430,16 @@ mod tests {
             ),
         ];
         for (failure, says, fix) in cases {
-            assert_eq!(failure.fix(), fix, "{failure:?}");
+            let remedy = failure.row().remedy;
+            match remedy {
+                Remedy::Fix(actual) => assert_eq!(actual, fix, "{failure:?}"),
+                Remedy::Trust | Remedy::Cap | Remedy::Utf8 => {
+                    assert_eq!(fix, Fix::Reach, "{failure:?}")
+                }
+                Remedy::Serializer | Remedy::Option => {
+                    assert_eq!(fix, Fix::Request, "{failure:?}")
+                }
+            }
             let refusal = refusal_for_failure(&site(), &failure);
             assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{failure:?}");
             assert_eq!(refusal.variable(), Some(ADDRESS_VAR), "{failure:?}");

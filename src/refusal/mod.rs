@@ -10,17 +10,23 @@
 //! `refusal.remedy` and ignore fields they do not know.
 //!
 //! What decides a refusal lives beside this file: [`status`] (what a status
-//! becomes: the contract's wire table as one function), [`failure`] (what a
-//! failed request becomes), [`before_send`] (what is refused before any
-//! connection) and [`evidence`] (retry hints, request ids, challenges, the
-//! engine's words). [`site`] is where a call was going, which every reason
-//! names.
+//! becomes: the wire table as one function), [`failure`] (what a failed
+//! request becomes), [`before_send`] (what the configuration refuses before
+//! any connection), [`held`] (a send held by the engine's window or
+//! latched after a rejection), [`history`] (what a reason says about a
+//! send's attempts) and [`evidence`] (retry hints and rate-limit fields,
+//! request ids, challenges, the engine's words). [`site`] is where a call
+//! was going, which every reason names, and `wording` how a refusal names
+//! where a value came from.
 
 pub(crate) mod before_send;
 pub(crate) mod evidence;
 pub(crate) mod failure;
+pub(crate) mod held;
+pub(crate) mod history;
 pub(crate) mod site;
 pub(crate) mod status;
+mod wording;
 
 pub(crate) use site::Site;
 

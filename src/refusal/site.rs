@@ -4,7 +4,7 @@
 //! same way.
 
 use crate::address::Address;
-use crate::config::Origin;
+use crate::origin::Origin;
 use crate::text::{bound, bound_whole};
 use crate::{Concealer, Refusal};
 
@@ -33,6 +33,11 @@ impl Site {
         }
     }
 
+    /// The scope, as the caller gave it.
+    pub(crate) fn scope(&self) -> &str {
+        &self.scope
+    }
+
     pub(crate) fn address(&self) -> &Address {
         &self.address
     }
@@ -46,8 +51,9 @@ impl Site {
         &self.concealer
     }
 
-    /// `scope "acme": engine at https://host/path (from VARIABLE)`.
-    pub(crate) fn at(&self) -> String {
+    /// `scope "acme": engine at https://host/path (from VARIABLE)`: the
+    /// subject every reason about a send opens with.
+    pub(crate) fn subject(&self) -> String {
         format!(
             "{}: engine at {} ({})",
             scope_phrase(&self.scope),
@@ -63,7 +69,7 @@ impl Site {
 
     /// The host (and port) as a remedy names it, concealed.
     pub(crate) fn host(&self) -> String {
-        bound_whole(&self.concealer.conceal(&self.address.host()), ADDRESS_LIMIT).to_owned()
+        shown_host(&self.address.host(), &self.concealer)
     }
 
     /// The report's `source` for a refusal about the address.
@@ -92,6 +98,12 @@ pub(crate) fn seal(concealer: &Concealer, refusal: Refusal) -> Refusal {
 /// (a token can sit in its path), then bounded.
 pub(crate) fn shown_address(redacted: &str, concealer: &Concealer) -> String {
     bound_whole(&concealer.conceal(redacted), ADDRESS_LIMIT).to_owned()
+}
+
+/// A host (and port) as a reason or remedy names it: concealed, then
+/// bounded.
+pub(crate) fn shown_host(host: &str, concealer: &Concealer) -> String {
+    bound_whole(&concealer.conceal(host), ADDRESS_LIMIT).to_owned()
 }
 
 /// `scope "acme"`.

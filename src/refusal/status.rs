@@ -26,12 +26,11 @@ use super::evidence::challenge::{self, BearerChallenge};
 use super::evidence::words::{credit_code, engine_value, engine_words};
 use super::evidence::{request_id, retry};
 use super::site::Site;
+use crate::text::seconds_phrase;
 use crate::{Cause, Concealer, Refusal};
 
 /// How much of an echoed header a reason quotes.
 const HEADER_LIMIT: usize = 64;
-/// How much of a request id a reason quotes.
-const REQUEST_ID_LIMIT: usize = 100;
 /// How much of an `error_description` a reason quotes.
 const DESCRIPTION_LIMIT: usize = 200;
 /// How much of a path a remedy quotes.
@@ -90,7 +89,7 @@ pub(crate) fn unreachable_remedy(
             );
             format!(
                 "{}: the engine at {host} {what} for the path {path}",
-                address.set("the address of an endpoint the engine serves")
+                address.set_phrase("the address of an endpoint the engine serves")
             )
         }
         Fix::Health => {
@@ -100,13 +99,13 @@ pub(crate) fn unreachable_remedy(
             };
             format!(
                 "try again later{wait}: the engine at {host} {what}; if it keeps failing, check the engine's health with whoever runs it, or {}",
-                address.set("another engine's address")
+                address.set_phrase("another engine's address")
             )
         }
         Fix::Reach => format!(
             "check that the engine at {} is up and reachable from here, or {}",
             site.shown_address(),
-            address.set("the engine's address")
+            address.set_phrase("the engine's address")
         ),
     }
 }
@@ -137,9 +136,7 @@ pub(crate) fn refusal_for_status(
         Some(words) => format!("; the engine said: \"{words}\""),
         None => String::new(),
     };
-    let request_id = request_id::request_id(headers)
-        .map(|id| engine_value(id, concealer, REQUEST_ID_LIMIT))
-        .filter(|id| !id.is_empty());
+    let request_id = request_id::shown_request_id(headers, concealer);
     let request = match &request_id {
         Some(id) => format!("; request id {id}"),
         None => String::new(),
@@ -153,7 +150,7 @@ pub(crate) fn refusal_for_status(
         (None, Some(delay)) => format!("; retry after {}", seconds_phrase(delay)),
         (None, None) => String::new(),
     };
-    let at = site.at();
+    let subject = site.subject();
     let token = site.token();
     let holder = token.holding("the token");
     let credit = match status {
@@ -175,11 +172,11 @@ pub(crate) fn refusal_for_status(
             Refusal::new(
                 Cause::EngineOutOfCredit,
                 format!(
-                    "{at} {answered}: the account billed through {holder} is out of credit{request}{said}"
+                    "{subject} {answered}: the account billed through {holder} is out of credit{request}{said}"
                 ),
                 format!(
                     "fund the account billed through {holder} (add credit to it), or {}",
-                    token.set("a token whose account has credit")
+                    token.set_phrase("a token whose account has credit")
                 ),
                 site.address_variable(),
             )
@@ -200,9 +197,9 @@ pub(crate) fn refusal_for_status(
             Refusal::new(
                 Cause::NoEngine,
                 format!(
-                    "{at} answered HTTP {status}: the engine rejected {holder}{diagnosis}{request}{said}"
+                    "{subject} answered HTTP {status}: the engine rejected {holder}{diagnosis}{request}{said}"
                 ),
-                token.set(&format!(
+                token.set_phrase(&format!(
                     "a token the engine at {} accepts{with_scope}",
                     site.host()
                 )),
@@ -212,7 +209,7 @@ pub(crate) fn refusal_for_status(
         (429, None) => Refusal::new(
             Cause::EngineOverQuota,
             format!(
-                "{at} answered HTTP 429: the account billed through {holder} is over a quota or rate limit{retry}{request}{said}"
+                "{subject} answered HTTP 429: the account billed through {holder} is over a quota or rate limit{retry}{request}{said}"
             ),
             format!(
                 "wait for the engine's limit window to pass{} before sending again, or {}",
@@ -220,7 +217,7 @@ pub(crate) fn refusal_for_status(
                     Some(delay) => format!(" (it asks for {})", seconds_phrase(delay)),
                     None => String::new(),
                 },
-                token.set("a token with a limit of its own")
+                token.set_phrase("a token with a limit of its own")
             ),
             site.address_variable(),
         ),
@@ -234,11 +231,11 @@ pub(crate) fn refusal_for_status(
             Refusal::new(
                 Cause::EngineUnreachable,
                 format!(
-                    "{at} answered HTTP {status}, a redirect{to}, instead of an answer; redirects are not followed, so the token never reaches a host the engine names{request}{said}"
+                    "{subject} answered HTTP {status}, a redirect{to}, instead of an answer; redirects are not followed, so the token never reaches a host the engine names{request}{said}"
                 ),
                 site.address()
                     .origin()
-                    .set("the address the engine answers at itself, without a redirect"),
+                    .set_phrase("the address the engine answers at itself, without a redirect"),
                 site.address_variable(),
             )
         }
@@ -251,7 +248,7 @@ pub(crate) fn refusal_for_status(
             Refusal::new(
                 Cause::EngineUnreachable,
                 format!(
-                    "{at} answered HTTP {status} instead of an answer: {kind}, so it did not answer the question{retry}{request}{said}"
+                    "{subject} answered HTTP {status} instead of an answer: {kind}, so it did not answer the question{retry}{request}{said}"
                 ),
                 unreachable_remedy(
                     site,
@@ -308,19 +305,6 @@ fn diagnose(challenge: &BearerChallenge, concealer: &Concealer) -> String {
     said
 }
 
-/// `15 s`, `1.500 s`, `15 min`, `2 h 5 min`: a delay as a reason or remedy
-/// states it when there is no header value "as sent" to echo.
-pub(crate) fn seconds_phrase(delay: Duration) -> String {
-    let secs = delay.as_secs();
-    match secs {
-        0..60 if delay.subsec_millis() != 0 => format!("{:.3} s", delay.as_secs_f64()),
-        0..60 => format!("{secs} s"),
-        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
-        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
-        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
-    }
-}
-
 /// A `location` as a reason shows it: the host (and port) of an absolute
 /// URL, or "a path on the same host". Concealed before it is parsed: a URL
 /// parser lower-cases and percent-decodes a host, which would turn a token
@@ -352,7 +336,7 @@ fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
 mod tests {
     use super::*;
     use crate::address::Address;
-    use crate::config::Origin;
+    use crate::origin::Origin;
 
     const TOKEN: &str = "mw-unit-Q7vX2kP9zR4tL8wN";
 

@@ -129,7 +129,7 @@ impl Iterator for AuthParams<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::refusal::evidence::test_headers as headers;
+    use crate::refusal::evidence::header_map as headers;
 
     #[test]
     fn a_bearer_challenge_is_read_among_others() {

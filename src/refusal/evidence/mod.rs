@@ -24,13 +24,20 @@ fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .filter(|value| !value.is_empty())
 }
 
-/// A header map from pairs, for the unit tests of the readers.
-#[cfg(test)]
-fn test_headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+/// A header map from `(name, value)` pairs, for the unit tests of the
+/// readers and the fuzz targets: a pair whose name or value is not a valid
+/// header is left out, as the HTTP stack would refuse it.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn header_map<V: AsRef<[u8]>>(pairs: &[(&str, V)]) -> HeaderMap {
+    use reqwest::header::{HeaderName, HeaderValue};
     let mut map = HeaderMap::new();
     for (name, value) in pairs {
-        let value = reqwest::header::HeaderValue::from_str(value).expect("test header");
-        map.append(*name, value);
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(value.as_ref()),
+        ) {
+            map.append(name, value);
+        }
     }
     map
 }

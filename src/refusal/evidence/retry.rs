@@ -1,4 +1,11 @@
-//! When the engine asks the caller to wait.
+//! When the engine asks the caller to wait: its retry hints, and its
+//! rate-limit fields.
+//!
+//! One reader for both, because they are one kind of evidence: a `429`
+//! says "wait" in `retry-after`, and an answer says "nothing is left until
+//! then" in the IETF `RateLimit` field, the older draft's
+//! `ratelimit-remaining` / `ratelimit-reset`, or OpenAI's
+//! `x-ratelimit-remaining-requests` / `x-ratelimit-reset-requests`.
 //!
 //! Parsing is lenient in what it ignores and strict in what it believes: a
 //! malformed `retry-after` is echoed as sent but never turned into a delay,
@@ -33,10 +40,45 @@ pub(crate) fn retry_delay(headers: &HeaderMap, now: SystemTime) -> Option<Durati
             return Some(at.duration_since(from).unwrap_or(Duration::ZERO));
         }
     }
-    if let Some(reset) = header_text(headers, "ratelimit").and_then(ratelimit_reset) {
+    if let Some(reset) = header_text(headers, "ratelimit")
+        .and_then(|field| ratelimit_param(field, "t"))
+        .and_then(parse_seconds)
+    {
         return Some(reset);
     }
     header_text(headers, "ratelimit-reset").and_then(parse_seconds)
+}
+
+/// How long an answer's rate-limit fields say to wait because nothing is
+/// left: an IETF `RateLimit` field with `r=0` and a `t=`, the older
+/// draft's `ratelimit-remaining: 0` with `ratelimit-reset`, or OpenAI's
+/// `x-ratelimit-remaining-requests: 0` with `x-ratelimit-reset-requests`
+/// (`2s`, `6m0s`, `120ms`, or plain seconds).
+pub(crate) fn exhausted(headers: &HeaderMap) -> Option<Duration> {
+    // Most answers carry none of the headers read: no name need be parsed.
+    if headers.is_empty() {
+        return None;
+    }
+    if let Some(field) = header_text(headers, "ratelimit")
+        && ratelimit_param(field, "r") == Some("0")
+        && let Some(reset) = ratelimit_param(field, "t").and_then(duration)
+    {
+        return Some(reset);
+    }
+    for (remaining, reset) in [
+        ("ratelimit-remaining", "ratelimit-reset"),
+        (
+            "x-ratelimit-remaining-requests",
+            "x-ratelimit-reset-requests",
+        ),
+    ] {
+        if header_text(headers, remaining) == Some("0")
+            && let Some(reset) = header_text(headers, reset).and_then(duration)
+        {
+            return Some(reset);
+        }
+    }
+    None
 }
 
 /// delay-seconds: `1*DIGIT`, nothing else. Absurd values saturate rather
@@ -61,20 +103,48 @@ fn parse_millis(value: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(ms / 1000.0).ok()
 }
 
-/// The `t=` parameter of an IETF `RateLimit` field
-/// (`"default";r=0;t=30`): seconds until the quota resets.
-fn ratelimit_reset(value: &str) -> Option<Duration> {
-    value
+/// A parameter of an IETF `RateLimit` field (`"default";r=0;t=30`): `r`
+/// is what is left, `t` the seconds until the quota resets.
+fn ratelimit_param<'v>(field: &'v str, key: &str) -> Option<&'v str> {
+    field
         .split([';', ','])
         .filter_map(|param| param.trim().split_once('='))
-        .find(|(key, _)| key.trim().eq_ignore_ascii_case("t"))
-        .and_then(|(_, seconds)| parse_seconds(seconds))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case(key))
+        .map(|(_, value)| value.trim())
+}
+
+/// Plain seconds (`30`), or a Go-style duration of hours, minutes, seconds
+/// and milliseconds (`6m0s`, `1h2m`, `2.5s`, `120ms`), as OpenAI writes its
+/// resets.
+fn duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if let Some(seconds) = parse_seconds(text) {
+        return Some(seconds);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|end| *end > 0)?;
+        let number: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let (unit, seconds) = [("ms", 0.001), ("h", 3600.0), ("m", 60.0), ("s", 1.0)]
+            .into_iter()
+            .find(|(unit, _)| rest.starts_with(unit))?;
+        rest = &rest[unit.len()..];
+        total = total.checked_add(Duration::try_from_secs_f64(number * seconds).ok()?)?;
+    }
+    Some(total)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::refusal::evidence::test_headers as headers;
+    use crate::refusal::evidence::header_map as headers;
 
     #[test]
     fn delay_seconds_are_a_delay() {
@@ -123,6 +193,52 @@ mod tests {
         assert_eq!(
             retry_delay(&h, SystemTime::now()),
             Some(Duration::from_secs(7))
+        );
+    }
+
+    #[test]
+    fn go_durations_and_plain_seconds_are_read() {
+        assert_eq!(duration("2s"), Some(Duration::from_secs(2)));
+        assert_eq!(duration("6m0s"), Some(Duration::from_secs(360)));
+        assert_eq!(duration("120ms"), Some(Duration::from_millis(120)));
+        assert_eq!(duration("1h2m3s"), Some(Duration::from_secs(3723)));
+        assert_eq!(duration("2.5s"), Some(Duration::from_millis(2500)));
+        assert_eq!(duration("30"), Some(Duration::from_secs(30)));
+        for bad in ["", "s", "5x", "-3s", "1e3s", "ms"] {
+            assert_eq!(duration(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_left_in_the_rate_limit_fields_is_a_wait() {
+        let wait = |pairs: &[(&'static str, &str)]| exhausted(&headers(pairs));
+        assert_eq!(
+            wait(&[("ratelimit", "\"default\";r=0;t=7")]),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(wait(&[("ratelimit", "\"default\";r=3;t=7")]), None);
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-remaining-requests", "0"),
+                ("x-ratelimit-reset-requests", "6m0s")
+            ]),
+            Some(Duration::from_secs(360))
+        );
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-remaining-requests", "12"),
+                ("x-ratelimit-reset-requests", "1s")
+            ]),
+            None
+        );
+        assert_eq!(
+            wait(&[("ratelimit-remaining", "0"), ("ratelimit-reset", "3")]),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            wait(&[("x-ratelimit-remaining-requests", "0")]),
+            None,
+            "no reset, no hold"
         );
     }
 

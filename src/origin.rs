@@ -1,0 +1,32 @@
+//! Where a value came from: a variable of its chain, or a builder method.
+//!
+//! Every refusal names where the address or the token it is about came from,
+//! because "set this variable" is the remedy an operator can apply. A value
+//! given in code has no variable of its own, so it remembers the chain's
+//! variable an operator would set instead. How refusals phrase an origin
+//! ("from CHANT_BEHAVIOUR_ENGINE", "the token given in code") is refusal
+//! wording, and lives in `refusal/wording.rs`.
+
+/// Where a value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Read from this variable.
+    Variable(String),
+    /// Given in code to `HttpTransportBuilder::<method>`; `variable` is the
+    /// chain's variable an operator would set instead.
+    Code {
+        method: &'static str,
+        variable: String,
+    },
+}
+
+impl Origin {
+    /// The variable a refusal traces back to (the report's `source`): none
+    /// for a value given in code.
+    pub(crate) fn variable(&self) -> Option<&str> {
+        match self {
+            Origin::Variable(name) => Some(name),
+            Origin::Code { .. } => None,
+        }
+    }
+}

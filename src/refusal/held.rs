@@ -1,0 +1,71 @@
+//! The refusals of a send that was not sent because of what the engine
+//! said before: held by its window (a `429` or `503` with a hint, or
+//! rate-limit fields that said nothing was left), or latched after a
+//! `402`, `401` or `403`.
+//!
+//! Each says when and why the engine asked, and how long is left, so an
+//! operator can tell a spent window from a network that is down.
+
+use tokio::time::Instant;
+
+use super::site::Site;
+use crate::limits::{Hold, Latched};
+use crate::text::seconds_phrase;
+use crate::{Cause, Refusal};
+
+/// A send before the engine's window ends: not sent (§9's hold).
+pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
+    let left = hold.until.saturating_duration_since(now);
+    let token = site.token();
+    site.seal(
+        Refusal::new(
+            Cause::EngineOverQuota,
+            format!(
+                "{}: the send was held, not sent: at {} the engine asked, by {}, to wait {} before sending again, and {} of that window is left; the account billed through {} is held until then",
+                site.subject(),
+                httpdate::fmt_http_date(hold.asked_at),
+                hold.why,
+                seconds_phrase(hold.asked),
+                seconds_phrase(left),
+                token.holding("the token")
+            ),
+            format!(
+                "wait for the engine's limit window to pass ({} left) before sending again, or give the transport a retry policy whose max_wait covers it; or {}",
+                seconds_phrase(left),
+                token.set_phrase("a token with a limit of its own")
+            ),
+            site.address_variable(),
+        )
+        .with_retry_after(left),
+    )
+}
+
+/// A send within the latch after a `402`, `401` or `403`: the same cause,
+/// nothing sent.
+pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
+    let left = latched.until.saturating_duration_since(now);
+    let original = &latched.refusal;
+    let mut refusal = Refusal::new(
+        original.cause(),
+        format!(
+            "{}: the send was latched, not sent: at {} the engine answered{}, and sends are latched for {} more; what it said then: {}",
+            site.subject(),
+            httpdate::fmt_http_date(latched.at),
+            original
+                .status()
+                .map(|status| format!(" HTTP {status}"))
+                .unwrap_or_default(),
+            seconds_phrase(left),
+            original.reason()
+        ),
+        original.remedy(),
+        original.variable().map(str::to_owned),
+    );
+    if let Some(status) = original.status() {
+        refusal = refusal.with_status(status);
+    }
+    if let Some(id) = original.request_id() {
+        refusal = refusal.with_request_id(id);
+    }
+    site.seal(refusal)
+}

@@ -1,0 +1,70 @@
+//! How a refusal names where a value came from, and the phrases every
+//! reason and remedy share.
+//!
+//! A refusal says where to look in the same words whatever wrote it: "from
+//! CHANT_BEHAVIOUR_ENGINE" or "given in code", "the token held in …", and a
+//! remedy that names the variable to set, or, for a value given in code, the
+//! builder method *and* the variable, so an operator who cannot change the
+//! code can still act from the environment.
+
+use crate::origin::Origin;
+
+impl Origin {
+    /// `from CHANT_BEHAVIOUR_ENGINE`, or `given in code`.
+    pub(crate) fn provenance(&self) -> String {
+        match self {
+            Origin::Variable(name) => format!("from {name}"),
+            Origin::Code { .. } => "given in code".to_owned(),
+        }
+    }
+
+    /// `the token held in CHANT_BEHAVIOUR_TOKEN`, or `the token given in
+    /// code`, for `noun` = `the token`.
+    pub(crate) fn holding(&self, noun: &str) -> String {
+        match self {
+            Origin::Variable(name) => format!("{noun} held in {name}"),
+            Origin::Code { .. } => format!("{noun} given in code"),
+        }
+    }
+
+    /// Where an operator looks: the variable, or the builder method with the
+    /// variable it stands in for.
+    pub(crate) fn named(&self) -> String {
+        match self {
+            Origin::Variable(name) => name.clone(),
+            Origin::Code { method, variable } => {
+                format!("HttpTransportBuilder::{method} (given in code, in place of {variable})")
+            }
+        }
+    }
+
+    /// The remedy's instruction to put `what` where this value comes from:
+    /// `set VARIABLE to <what>`, or, for a value given in code, to pass it
+    /// to the builder method (or set the variable and pass none).
+    pub(crate) fn set_phrase(&self, what: &str) -> String {
+        match self {
+            Origin::Variable(name) => format!("set {name} to {what}"),
+            Origin::Code { method, variable } => format!(
+                "pass {what} to HttpTransportBuilder::{method} (or set {variable} to it and pass none in code)"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_origin_names_the_method_and_the_variable() {
+        let origin = Origin::Code {
+            method: "token",
+            variable: "CHANT_BEHAVIOUR_TOKEN".to_owned(),
+        };
+        assert_eq!(origin.variable(), None);
+        assert_eq!(origin.holding("the token"), "the token given in code");
+        let set = origin.set_phrase("a token the engine accepts");
+        assert!(set.contains("HttpTransportBuilder::token"));
+        assert!(set.contains("CHANT_BEHAVIOUR_TOKEN"));
+    }
+}

@@ -1,0 +1,342 @@
+//! [`HttpTransportBuilder`]: every option of a transport, checked once,
+//! when it is built.
+//!
+//! A configuration that is wrong in itself (an empty scope, a zero deadline,
+//! a CA that is not PEM, a header the transport owns) fails `build()` with a
+//! [`BuildError`]; one that is right but cannot send from this environment
+//! (no address, no usable token) builds, and every send returns its stored
+//! refusal without contacting anything.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Certificate, Client, Proxy, redirect};
+use secrecy::SecretString;
+
+use super::handle::{HttpTransport, Inner, Shown};
+use super::headers::header_map;
+use super::{DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, USER_AGENT};
+use crate::config::{self, InCode};
+use crate::limits::Limits;
+use crate::meter::Meter;
+use crate::{Env, Naming, NamingError, RetryPolicy};
+
+/// A transport that cannot be built: the configuration itself is wrong, as
+/// opposed to the environment (which gives a refusal at send time).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The scope folds to no variable name.
+    #[error(transparent)]
+    Scope(#[from] NamingError),
+    /// A deadline of zero would refuse every call.
+    #[error("the deadline is zero: give the engine at least 1 ms (the default is 30000 ms)")]
+    ZeroDeadline,
+    /// An answer cap of zero would refuse every answer.
+    #[error("the answer cap is zero: allow at least 1 byte (the default is 33554432)")]
+    ZeroCap,
+    /// The extra CA certificate is not a PEM certificate.
+    #[error(
+        "the extra CA certificate is not a PEM certificate ({0}): pass the authority's certificate as PEM text (-----BEGIN CERTIFICATE-----)"
+    )]
+    CaCertificate(&'static str),
+    /// The proxy is not a URL reqwest can use.
+    #[error("the proxy {shown} is not a proxy URL: give it as http://host:port")]
+    Proxy {
+        /// The proxy as given, redacted.
+        shown: String,
+    },
+    /// A header given with [`HttpTransportBuilder::header`] cannot be sent:
+    /// its name is not a header name or is one the transport sets itself,
+    /// or its value is not header-safe or holds a secret. The message names
+    /// the header, never its value.
+    #[error("{0}: fix or drop it where the predictor calls HttpTransportBuilder::header")]
+    Header(String),
+    /// The HTTP client could not be set up (the TLS backend failed to load).
+    #[error(
+        "the HTTP client could not be set up: the TLS backend or its trust store failed to load"
+    )]
+    Client,
+}
+
+/// Configures an [`HttpTransport`].
+///
+/// ```
+/// use std::time::Duration;
+/// use meterwire::{Env, HttpTransport, SecretString};
+///
+/// let transport = HttpTransport::builder("acme")
+///     .address("http://127.0.0.1:9/v1/predict")
+///     .token(SecretString::from("mw-0123456789"))
+///     .header("engine-version", "2025-01-01")
+///     .env(Env::new())
+///     .deadline(Duration::from_millis(500))
+///     .max_answer_bytes(1 << 20)
+///     .build()?;
+/// assert!(transport.refusal().is_none());
+/// # Ok::<(), meterwire::BuildError>(())
+/// ```
+#[must_use]
+pub struct HttpTransportBuilder {
+    scope: String,
+    naming: Naming,
+    env: Option<Env>,
+    address: Option<String>,
+    token: Option<SecretString>,
+    headers: Vec<(String, String)>,
+    deadline: Duration,
+    max_answer_bytes: u64,
+    ca_pems: Vec<Vec<u8>>,
+    proxy: Option<String>,
+    allow_plaintext: bool,
+    retries: RetryPolicy,
+    respect_limits: bool,
+    latch: Option<Duration>,
+}
+
+/// Shows the configuration without a secret: the address redacted, whether
+/// a token was given (never what), header names without their values.
+impl fmt::Debug for HttpTransportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("HttpTransportBuilder")
+            .field("scope", &self.scope)
+            .field("naming", &self.naming)
+            .field("env", &self.env)
+            .field(
+                "address",
+                &self.address.as_deref().map(crate::address::redact_address),
+            )
+            .field("token", &self.token.as_ref().map(|_| "given in code"))
+            .field("headers", &names)
+            .field("deadline", &self.deadline)
+            .field("max_answer_bytes", &self.max_answer_bytes)
+            .field("ca_certificates", &self.ca_pems.len())
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(crate::address::redact_address),
+            )
+            .field("allow_plaintext", &self.allow_plaintext)
+            .field("retries", &self.retries)
+            .field("respect_limits", &self.respect_limits)
+            .field("latch", &self.latch)
+            .finish()
+    }
+}
+
+impl HttpTransportBuilder {
+    /// The engine's address, given in code: it wins over the address chain
+    /// and is checked exactly like a chain's value. Refusals then say "given
+    /// in code" and their remedies name this method and the chain's
+    /// variable.
+    pub fn address(mut self, address: impl Into<String>) -> Self {
+        self.address = Some(address.into());
+        self
+    }
+
+    /// The bearer token, given in code: it wins over the token chain and is
+    /// checked exactly like a chain's value (visible ASCII, no line breaks).
+    pub fn token(mut self, token: SecretString) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// A non-secret header on every request, such as an engine's version
+    /// header. [`build`](Self::build) fails with [`BuildError::Header`] for
+    /// a name that is not a header name, a value that is not header-safe,
+    /// a header the transport sets itself (`authorization`,
+    /// `proxy-authorization`, `cookie`, `host`, `content-length`,
+    /// `transfer-encoding`, `connection`, `keep-alive`, `te`, `upgrade`,
+    /// `idempotency-key`), and a value in which the concealer finds a
+    /// secret. A later header of the same name replaces an earlier one.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Retries (§9 of the contract): none when not set. A retry is made only
+    /// where it cannot double a bill: the request never reached the engine,
+    /// the engine asked for it with a hint, or an idempotency key makes it
+    /// safe. Every attempt sends the same bytes and the same key, and one
+    /// deadline covers every attempt and every wait.
+    pub fn retries(mut self, policy: RetryPolicy) -> Self {
+        self.retries = policy;
+        self
+    }
+
+    /// Whether a `429` or `503` with a retry hint, or an answer whose
+    /// rate-limit fields say nothing is left, holds every send of this
+    /// transport and its clones until the window ends; on by default. A
+    /// held send is not sent: with a retry policy (more than one attempt)
+    /// whose `max_wait` and the deadline cover the time left it waits, then
+    /// sends; else it is refused at once as `engine-over-quota`, its
+    /// `retry_after` the time left.
+    pub fn respect_limits(mut self, respect: bool) -> Self {
+        self.respect_limits = respect;
+        self
+    }
+
+    /// After a `402`, `401` or `403`, refuses every send of this transport
+    /// and its clones for `duration` with the same cause, without sending;
+    /// off by default. A different token is a different transport, so the
+    /// latch never outlives the token it judged.
+    pub fn latch(mut self, duration: Duration) -> Self {
+        self.latch = Some(duration).filter(|duration| !duration.is_zero());
+        self
+    }
+
+    /// The naming of the chains; [`Naming::default`] when not set.
+    pub fn naming(mut self, naming: Naming) -> Self {
+        self.naming = naming;
+        self
+    }
+
+    /// The environment snapshot the chains are read from;
+    /// [`Env::from_process`] when not set.
+    pub fn env(mut self, env: Env) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// The deadline for connect, headers and the whole body; 30 000 ms when
+    /// not set. [`Call::deadline`](crate::Call::deadline) replaces it for one call.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The largest answer body accepted, in bytes; 32 MiB when not set. A
+    /// larger answer is refused and never held whole.
+    pub fn max_answer_bytes(mut self, cap: u64) -> Self {
+        self.max_answer_bytes = cap;
+        self
+    }
+
+    /// Trusts one more certificate authority (PEM; a bundle of several is
+    /// fine), besides the platform's.
+    pub fn add_ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_pems.push(pem.into());
+        self
+    }
+
+    /// Sends through this proxy (`http://host:port`). Without this call no
+    /// proxy is used, whatever the environment says.
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = Some(url.into());
+        self
+    }
+
+    /// **Dangerous:** allows sending the bearer token over plain `http` to a
+    /// host that is not loopback, where anyone on the path can read it and
+    /// spend the account. Off by default; RFC 6750 §5.3 requires TLS.
+    pub fn danger_allow_plaintext_http(mut self, allow: bool) -> Self {
+        self.allow_plaintext = allow;
+        self
+    }
+
+    /// Builds the transport, resolving the address and the token now.
+    ///
+    /// Fails only for a configuration that is wrong in itself (an empty
+    /// scope, a zero deadline or cap, a CA that is not PEM, a bad proxy URL,
+    /// a header that cannot be sent). An environment that cannot send (no
+    /// address, no usable token, a forbidden address) still builds:
+    /// [`HttpTransport::refusal`] holds the refusal every send returns.
+    pub fn build(self) -> Result<HttpTransport, BuildError> {
+        if crate::naming::fold_scope(&self.scope).is_empty() {
+            return Err(BuildError::Scope(NamingError::EmptyScope {
+                scope: crate::text::bound(&self.scope, 64).to_owned(),
+            }));
+        }
+        if self.deadline.is_zero() {
+            return Err(BuildError::ZeroDeadline);
+        }
+        if self.max_answer_bytes == 0 {
+            return Err(BuildError::ZeroCap);
+        }
+        let mut certs = Vec::new();
+        for pem in &self.ca_pems {
+            let bundle = Certificate::from_pem_bundle(pem)
+                .map_err(|_| BuildError::CaCertificate("it does not parse"))?;
+            if bundle.is_empty() {
+                return Err(BuildError::CaCertificate("it holds no certificate"));
+            }
+            certs.extend(bundle);
+        }
+        // No client-wide timeout: each call's own deadline covers connect,
+        // headers and body (the send loop's `Deadline`), and a call may be
+        // given a longer one than the transport's.
+        let mut client = Client::builder()
+            .no_proxy()
+            .redirect(redirect::Policy::none())
+            .user_agent(USER_AGENT)
+            .tls_certs_merge(certs);
+        if let Some(proxy) = &self.proxy {
+            let proxy = Proxy::all(proxy.as_str()).map_err(|_| BuildError::Proxy {
+                shown: crate::address::redact_address(proxy),
+            })?;
+            client = client.proxy(proxy);
+        }
+        let client = client.build().map_err(|_| BuildError::Client)?;
+
+        let env = self.env.unwrap_or_else(Env::from_process);
+        let in_code = InCode {
+            address: self.address,
+            token: self.token,
+        };
+        let settled = config::settle(
+            &self.naming,
+            &self.scope,
+            &env,
+            in_code,
+            self.allow_plaintext,
+        );
+        let headers = header_map(&self.headers, &settled.concealer)
+            .map_err(|problem| BuildError::Header(problem.describe()))?;
+        let shown = Shown {
+            scope: settled.concealer.conceal(&self.scope).into_owned(),
+            engine: settled
+                .target
+                .as_ref()
+                .map(|target| target.site.host())
+                .unwrap_or_default(),
+        };
+        Ok(HttpTransport {
+            inner: Arc::new(Inner {
+                client,
+                target: settled.target,
+                concealer: settled.concealer,
+                headers,
+                retries: self.retries,
+                limits: Limits::new(self.respect_limits, self.latch),
+                meter: Meter::default(),
+                shown,
+                deadline: self.deadline,
+                max_answer_bytes: self.max_answer_bytes,
+            }),
+        })
+    }
+}
+
+impl HttpTransportBuilder {
+    /// A builder for the predictor named `scope`, every option at its
+    /// default.
+    pub(super) fn new(scope: String) -> HttpTransportBuilder {
+        HttpTransportBuilder {
+            scope,
+            naming: Naming::default(),
+            env: None,
+            address: None,
+            token: None,
+            headers: Vec::new(),
+            deadline: DEFAULT_DEADLINE,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            ca_pems: Vec::new(),
+            proxy: None,
+            allow_plaintext: false,
+            retries: RetryPolicy::none(),
+            respect_limits: true,
+            latch: None,
+        }
+    }
+}

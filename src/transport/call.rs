@@ -1,0 +1,109 @@
+//! [`Call`]: one send with options of its own.
+//!
+//! A call's options are checked when it is sent, with the transport's
+//! concealer: a header or key that cannot be sent refuses the call with
+//! `engine-unreachable` and nothing sent, naming the option but never a
+//! header's value.
+
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::handle::HttpTransport;
+use super::headers::{IdempotencyKey, header_map};
+use super::run::Options;
+use crate::refusal::failure::Failure;
+use crate::{Answer, Refusal};
+
+/// One send with options of its own, from [`HttpTransport::call`]. Nothing
+/// happens until [`Call::send`].
+#[must_use = "a call sends nothing until `send().await`"]
+pub struct Call {
+    transport: HttpTransport,
+    body: Bytes,
+    headers: Vec<(String, String)>,
+    deadline: Option<Duration>,
+    idempotency_key: Option<String>,
+}
+
+/// Shows the call without its body or header values.
+impl fmt::Debug for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Call")
+            .field("transport", &self.transport)
+            .field("body_bytes", &self.body.len())
+            .field("headers", &names)
+            .field("deadline", &self.deadline)
+            .field("idempotency_key", &self.idempotency_key.is_some())
+            .finish()
+    }
+}
+
+impl Call {
+    pub(super) fn new(transport: HttpTransport, body: Bytes) -> Call {
+        Call {
+            transport,
+            body,
+            headers: Vec::new(),
+            deadline: None,
+            idempotency_key: None,
+        }
+    }
+
+    /// A non-secret header on this request, besides the transport's own
+    /// (replacing one of the same name). Checked as
+    /// [`HttpTransportBuilder::header`](crate::HttpTransportBuilder::header)
+    /// checks; a header that cannot be sent makes [`send`](Self::send)
+    /// refuse with `engine-unreachable`, nothing sent, the reason naming the
+    /// header but never its value.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The deadline of this call, in place of the transport's: connect,
+    /// headers and the whole body.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Sends `Idempotency-Key: "<key>"` (the IETF draft's quoted string), so
+    /// an engine that honours it can tell a repeat of this request from a
+    /// new one. The key is not a secret: it must be visible ASCII without
+    /// quotes or backslashes, and a key in which the concealer finds a
+    /// secret is refused like a bad header.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// Sends the call and returns the engine's answer or a refusal.
+    pub async fn send(self) -> Result<Answer, Refusal> {
+        let transport = &self.transport;
+        let concealer = transport.concealer();
+        let unsendable = |why: String| transport.refuse_unsent(Failure::Unsendable(why));
+        let extra = header_map(&self.headers, concealer)
+            .map_err(|problem| unsendable(problem.describe()))?;
+        let key = match &self.idempotency_key {
+            Some(key) => Some(
+                IdempotencyKey::given(key, concealer)
+                    .map_err(|problem| unsendable(problem.describe()))?,
+            ),
+            None => None,
+        };
+        if self.deadline.is_some_and(|deadline| deadline.is_zero()) {
+            return Err(unsendable(
+                "the call's deadline is zero, which no engine can meet".to_owned(),
+            ));
+        }
+        let options = Options {
+            extra,
+            deadline: self.deadline,
+            key,
+        };
+        transport.run(self.body, options).await
+    }
+}

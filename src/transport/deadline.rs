@@ -1,0 +1,46 @@
+//! The one deadline of a send: an instant, and the budget it was set from,
+//! which is what a refusal names ("no answer within 2000 ms").
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// When a send must be over, and the budget that put it there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Deadline {
+    at: Instant,
+    budget: Duration,
+}
+
+impl Deadline {
+    /// `budget` from `started`. A budget too large for the clock saturates
+    /// to the furthest instant it can hold.
+    pub(crate) fn new(started: Instant, budget: Duration) -> Deadline {
+        let at = started
+            .checked_add(budget)
+            .unwrap_or_else(|| far_future(started));
+        Deadline { at, budget }
+    }
+
+    /// The instant itself.
+    pub(crate) fn at(&self) -> Instant {
+        self.at
+    }
+
+    /// The budget in whole milliseconds, as refusals name it.
+    pub(crate) fn ms(&self) -> u64 {
+        u64::try_from(self.budget.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether something that ends at `end` would end before the deadline.
+    pub(crate) fn allows(&self, end: Instant) -> bool {
+        end < self.at
+    }
+}
+
+/// The furthest instant after `from` the clock is sure to hold: a hundred
+/// years, past any deadline or hold that means anything.
+pub(crate) fn far_future(from: Instant) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    from.checked_add(CENTURY).unwrap_or(from)
+}

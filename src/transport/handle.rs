@@ -1,0 +1,167 @@
+//! [`HttpTransport`], the handle a predictor holds: cheap to clone, every
+//! clone sharing one connection pool, one meter and one hold.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::Client;
+use reqwest::header::{HeaderMap, HeaderName};
+use serde::Serialize;
+
+use super::builder::HttpTransportBuilder;
+use super::call::Call;
+use crate::config::Target;
+use crate::limits::Limits;
+use crate::meter::{Meter, MeterSnapshot};
+use crate::refusal::failure::{self, Failure};
+use crate::{Answer, Concealer, Refusal, RetryPolicy};
+
+/// Sends JSON bodies to one engine for one scope, and turns what comes back
+/// into an [`Answer`] or a [`Refusal`].
+///
+/// `Clone` is cheap and every clone shares one connection pool.
+///
+/// ```no_run
+/// use meterwire::HttpTransport;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// // Reads CHANT_BEHAVIOUR_ENGINE_ACME / CHANT_BEHAVIOUR_ENGINE / BEHAVIOUR_ENGINE
+/// // and CHANT_BEHAVIOUR_TOKEN_ACME / CHANT_BEHAVIOUR_TOKEN / BEHAVIOUR_TOKEN.
+/// let transport = HttpTransport::builder("acme").build()?;
+/// match transport.send(r#"{"question": "next word?"}"#).await {
+///     Ok(answer) => println!("{}", answer.text()),
+///     Err(refusal) => eprintln!("{}", refusal.report().to_json()),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct HttpTransport {
+    pub(super) inner: Arc<Inner>,
+}
+
+/// What every clone of a transport shares.
+pub(super) struct Inner {
+    pub(super) client: Client,
+    pub(super) target: Result<Target, Refusal>,
+    pub(super) concealer: Concealer,
+    pub(super) headers: HeaderMap,
+    pub(super) retries: RetryPolicy,
+    pub(super) limits: Limits,
+    pub(super) meter: Meter,
+    pub(super) shown: Shown,
+    pub(super) deadline: Duration,
+    pub(super) max_answer_bytes: u64,
+}
+
+/// The scope and the engine's host as every span and `Debug` shows them,
+/// concealed once, when the transport is built.
+pub(super) struct Shown {
+    pub(super) scope: String,
+    pub(super) engine: String,
+}
+
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("HttpTransport");
+        debug.field("scope", &self.inner.shown.scope);
+        match &self.inner.target {
+            Ok(target) => debug
+                .field("address", &target.site.shown_address())
+                .field("address_origin", target.site.address().origin())
+                .field("token_origin", target.site.token()),
+            Err(refusal) => debug.field("refusal", &refusal.cause()),
+        };
+        let names: Vec<&str> = self.inner.headers.keys().map(HeaderName::as_str).collect();
+        debug
+            .field("headers", &names)
+            .field("deadline", &self.inner.deadline)
+            .field("max_answer_bytes", &self.inner.max_answer_bytes)
+            .finish()
+    }
+}
+
+impl HttpTransport {
+    /// A builder for the predictor named `scope`.
+    pub fn builder(scope: impl Into<String>) -> HttpTransportBuilder {
+        HttpTransportBuilder::new(scope.into())
+    }
+
+    /// The refusal every send returns without contacting anything, when the
+    /// configuration cannot send (no address, no usable token, a forbidden
+    /// address); `None` when sends go to the wire.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        self.inner.target.as_ref().err()
+    }
+
+    /// The concealer this transport passes every outward string through,
+    /// for a predictor that wants its own logs scrubbed the same way.
+    pub fn concealer(&self) -> &Concealer {
+        &self.inner.concealer
+    }
+
+    /// The deadline of one send, unless a call sets its own.
+    pub fn deadline(&self) -> Duration {
+        self.inner.deadline
+    }
+
+    /// What this transport and its clones have done so far: sends,
+    /// attempts, answers, refusals by cause, held sends, bytes and latency.
+    pub fn meter(&self) -> MeterSnapshot {
+        self.inner.meter.snapshot()
+    }
+
+    /// Sends `body`, byte for byte, as a JSON `POST`, and returns the
+    /// engine's answer or a refusal.
+    pub async fn send(&self, body: impl Into<Bytes>) -> Result<Answer, Refusal> {
+        self.run(body.into(), Default::default()).await
+    }
+
+    /// Serializes `request` with `serde_json` and sends it. A value that
+    /// cannot be serialized (a map with non-string keys, a `Serialize`
+    /// implementation that fails) is `engine-unreachable` with nothing
+    /// sent, like any malformed request.
+    ///
+    /// ```no_run
+    /// # async fn run(transport: meterwire::HttpTransport) {
+    /// #[derive(serde::Serialize)]
+    /// struct Question<'a> {
+    ///     prompt: &'a str,
+    /// }
+    /// let answer = transport.send_json(&Question { prompt: "the cat sat on the" }).await;
+    /// # drop(answer);
+    /// # }
+    /// ```
+    pub async fn send_json<T: Serialize + ?Sized>(&self, request: &T) -> Result<Answer, Refusal> {
+        match serde_json::to_vec(request) {
+            Ok(body) => self.run(Bytes::from(body), Default::default()).await,
+            Err(error) => {
+                Err(self
+                    .refuse_unsent(Failure::Unserializable(failure::serialize_category(&error))))
+            }
+        }
+    }
+
+    /// One send with options of its own: headers, a deadline, an
+    /// idempotency key.
+    ///
+    /// ```no_run
+    /// # async fn run(transport: meterwire::HttpTransport) {
+    /// use std::time::Duration;
+    ///
+    /// let answer = transport
+    ///     .call(r#"{"prompt": "the cat sat on the"}"#)
+    ///     .header("x-trace", "t-1")
+    ///     .deadline(Duration::from_secs(5))
+    ///     .idempotency_key("order-7")
+    ///     .send()
+    ///     .await;
+    /// # drop(answer);
+    /// # }
+    /// ```
+    pub fn call(&self, body: impl Into<Bytes>) -> Call {
+        Call::new(self.clone(), body.into())
+    }
+}
