@@ -127,7 +127,7 @@ pub use conceal::{Concealer, REDACTED};
 pub use env::Env;
 pub use meter::MeterSnapshot;
 pub use naming::{Naming, NamingError};
-pub use refusal::{Cause, Refusal, Report};
+pub use refusal::{Cause, Refusal, Report, UnknownCause};
 pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
 pub use transport::{
@@ -151,6 +151,7 @@ fn _assert_impls() {
     public::<Answer>();
     public::<Refusal>();
     public::<Cause>();
+    public::<UnknownCause>();
     public::<Report>();
     public::<Concealer>();
     public::<Env>();

@@ -7,14 +7,14 @@
 //! process-wide variables that would race with, and leak into, any other
 //! test in the same process.
 
-use std::time::Duration;
+#[path = "it/support/mod.rs"]
+mod support;
 
 use meterwire::{Env, HttpTransport};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
-const GUARD: Duration = Duration::from_secs(10);
+use support::{GUARD, TOKEN};
 
 const PROXY_VARIABLES: [&str; 6] = [
     "HTTP_PROXY",

@@ -41,16 +41,19 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum Cause {
     /// No engine to ask: no address, no usable token, or a token the engine
-    /// rejected. The remedy is to set a variable.
+    /// rejected (`401`, `403`). The remedy is to set a variable.
     NoEngine,
     /// The engine did not answer the question: the request failed, or it
     /// answered with a status that is not an answer. The remedy is to check
-    /// the address.
+    /// the address, the request, or the engine's health.
     EngineUnreachable,
-    /// The engine answered `402`: the account is empty. The remedy is to
-    /// fund it.
+    /// The account is empty: the engine answered `402`, or a `429` whose
+    /// error code names the account's credit rather than a window. The
+    /// remedy is to fund it.
     EngineOutOfCredit,
-    /// The engine answered `429`: a limit is spent. The remedy is to wait.
+    /// A limit is spent: the engine answered `429`, or the send was held,
+    /// not sent, because the engine had asked to wait. The remedy is to
+    /// wait for the window.
     EngineOverQuota,
 }
 
@@ -84,7 +87,15 @@ impl fmt::Display for Cause {
     }
 }
 
-/// A name that is not one of the four causes.
+/// A name that is not one of the four causes: the error of
+/// [`Cause`]'s `FromStr`.
+///
+/// ```
+/// use meterwire::{Cause, UnknownCause};
+///
+/// let parsed: Result<Cause, UnknownCause> = "over-quota".parse();
+/// assert!(parsed.unwrap_err().to_string().contains("engine-over-quota"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownCause(());
 
@@ -281,8 +292,9 @@ impl Refusal {
         site::seal(concealer, self)
     }
 
-    /// Applies `f` to the reason and the remedy: how the transport passes
-    /// both through its concealer one last time before they leave.
+    /// Applies `f` to the reason, the remedy and the request id: how the
+    /// transport passes each through its concealer one last time before
+    /// they leave.
     pub(crate) fn map_text(mut self, mut f: impl FnMut(&str) -> String) -> Refusal {
         self.reason = f(&self.reason);
         self.remedy = f(&self.remedy);
@@ -291,7 +303,7 @@ impl Refusal {
     }
 }
 
-/// `cause: reason; remedy`, on one line.
+/// `cause: reason (remedy: remedy)`, on one line.
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

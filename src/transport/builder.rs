@@ -318,12 +318,11 @@ impl HttpTransportBuilder {
     }
 }
 
-impl HttpTransportBuilder {
-    /// A builder for the predictor named `scope`, every option at its
-    /// default.
-    pub(super) fn new(scope: String) -> HttpTransportBuilder {
+impl HttpTransport {
+    /// A builder for the predictor named `scope`.
+    pub fn builder(scope: impl Into<String>) -> HttpTransportBuilder {
         HttpTransportBuilder {
-            scope,
+            scope: scope.into(),
             naming: Naming::default(),
             env: None,
             address: None,

@@ -41,17 +41,36 @@ impl fmt::Debug for Call {
     }
 }
 
-impl Call {
-    pub(super) fn new(transport: HttpTransport, body: Bytes) -> Call {
+impl HttpTransport {
+    /// One send with options of its own: headers, a deadline, an
+    /// idempotency key.
+    ///
+    /// ```no_run
+    /// # async fn run(transport: meterwire::HttpTransport) {
+    /// use std::time::Duration;
+    ///
+    /// let answer = transport
+    ///     .call(r#"{"prompt": "the cat sat on the"}"#)
+    ///     .header("x-trace", "t-1")
+    ///     .deadline(Duration::from_secs(5))
+    ///     .idempotency_key("order-7")
+    ///     .send()
+    ///     .await;
+    /// # drop(answer);
+    /// # }
+    /// ```
+    pub fn call(&self, body: impl Into<Bytes>) -> Call {
         Call {
-            transport,
-            body,
+            transport: self.clone(),
+            body: body.into(),
             headers: Vec::new(),
             deadline: None,
             idempotency_key: None,
         }
     }
+}
 
+impl Call {
     /// A non-secret header on this request, besides the transport's own
     /// (replacing one of the same name). Checked as
     /// [`HttpTransportBuilder::header`](crate::HttpTransportBuilder::header)

@@ -1,5 +1,8 @@
 //! [`HttpTransport`], the handle a predictor holds: cheap to clone, every
 //! clone sharing one connection pool, one meter and one hold.
+//!
+//! Its constructor lives beside the builder (`builder.rs`), `call` beside
+//! [`Call`](crate::Call) (`call.rs`), and the send loop in `run.rs`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,8 +13,6 @@ use reqwest::Client;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde::Serialize;
 
-use super::builder::HttpTransportBuilder;
-use super::call::Call;
 use crate::config::Target;
 use crate::limits::Limits;
 use crate::meter::{Meter, MeterSnapshot};
@@ -84,11 +85,6 @@ impl fmt::Debug for HttpTransport {
 }
 
 impl HttpTransport {
-    /// A builder for the predictor named `scope`.
-    pub fn builder(scope: impl Into<String>) -> HttpTransportBuilder {
-        HttpTransportBuilder::new(scope.into())
-    }
-
     /// The refusal every send returns without contacting anything, when the
     /// configuration cannot send (no address, no usable token, a forbidden
     /// address); `None` when sends go to the wire.
@@ -142,26 +138,5 @@ impl HttpTransport {
                     .refuse_unsent(Failure::Unserializable(failure::serialize_category(&error))))
             }
         }
-    }
-
-    /// One send with options of its own: headers, a deadline, an
-    /// idempotency key.
-    ///
-    /// ```no_run
-    /// # async fn run(transport: meterwire::HttpTransport) {
-    /// use std::time::Duration;
-    ///
-    /// let answer = transport
-    ///     .call(r#"{"prompt": "the cat sat on the"}"#)
-    ///     .header("x-trace", "t-1")
-    ///     .deadline(Duration::from_secs(5))
-    ///     .idempotency_key("order-7")
-    ///     .send()
-    ///     .await;
-    /// # drop(answer);
-    /// # }
-    /// ```
-    pub fn call(&self, body: impl Into<Bytes>) -> Call {
-        Call::new(self.clone(), body.into())
     }
 }

@@ -11,7 +11,7 @@ use meterwire::{BuildError, Cause, Env, HttpTransport, Naming};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
+use crate::support::TOKEN;
 
 /// The address chain of the default naming for the scope `acme`, in order.
 const ADDRESS_CHAIN: [&str; 3] = [

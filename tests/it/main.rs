@@ -3,9 +3,10 @@
 //! engines on loopback. One binary rather than one per behaviour, because
 //! every test binary costs a link in CI.
 //!
-//! Two behaviours keep binaries of their own, because they change the whole
-//! process: `tests/memory.rs` installs a counting global allocator, and
-//! `tests/no_ambient_proxy.rs` sets process-wide proxy variables.
+//! Three behaviours keep binaries of their own, because they change the
+//! whole process: `tests/memory.rs` installs a counting global allocator,
+//! `tests/no_ambient_proxy.rs` sets process-wide proxy variables, and
+//! `tests/trace.rs` installs a global `tracing` subscriber.
 
 mod support;
 

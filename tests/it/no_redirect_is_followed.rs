@@ -3,17 +3,15 @@
 //! receives nothing (so the bearer header never reaches it), and the
 //! refusal quotes neither the location's query nor the token.
 
-use std::time::Duration;
-
 use meterwire::{Cause, Env, HttpTransport, Refusal};
 use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
+use crate::support::{GUARD, TOKEN};
+
 /// A second secret in the location, which the concealer does not know: only
 /// reducing the location to its host keeps it out of the refusal.
 const SIGNATURE: &str = "sig=c0ffee5ecret";
-const GUARD: Duration = Duration::from_secs(10);
 
 fn transport(engine: &MockServer) -> HttpTransport {
     HttpTransport::builder("acme")
@@ -26,8 +24,10 @@ fn transport(engine: &MockServer) -> HttpTransport {
 }
 
 /// Engine A redirects with `status` to B, named as `localhost` so that B's
-/// host is distinguishable from A's `127.0.0.1` in the reason.
-async fn redirected_by(status: u16) -> (Refusal, MockServer) {
+/// host is distinguishable from A's `127.0.0.1` in the reason. B expects no
+/// request, which it checks when it drops; the wire table's row for `3xx`
+/// tells this story too.
+pub(crate) async fn redirected_by(status: u16) -> (Refusal, MockServer) {
     let elsewhere = MockServer::start().await;
     Mock::given(any())
         .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"elsewhere"}"#))

@@ -21,10 +21,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{sleep, timeout};
 
 use crate::support::raw_http::read_request;
+use crate::support::{GUARD, TOKEN};
 
-const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
-/// Only turns a hang into a failure; every case ends far sooner.
-const GUARD: Duration = Duration::from_secs(10);
 const CAP: u64 = 1 << 20;
 const CHUNK: usize = 64 * 1024;
 /// Far below any body the cases offer, far above what socket buffers on

@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal};
 use rcgen::{
@@ -24,12 +23,9 @@ use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::raw_http::read_request;
+use crate::support::{GUARD, TOKEN};
 
-const TOKEN: &str = "mw-live-4f9c2a7e1b3d5f60";
 const BODY: &str = r#"{"from":"tls-engine","score":0.5}"#;
-/// Every send here is refused or answered well inside this; it only turns a
-/// hang into a failure.
-const GUARD: Duration = Duration::from_secs(10);
 /// The server stops accepting after this many connections.
 const MAX_CONNECTIONS: usize = 8;
 

@@ -245,15 +245,20 @@ mod tests {
     }
 
     #[test]
-    fn broken_html_never_panics() {
-        for page in [
-            "<html><title>",
-            "<html><script>",
-            "<html",
-            "<html>é<",
-            "<html><title>🦀",
+    fn broken_html_yields_the_text_it_has_else_its_first_line() {
+        for (page, text) in [
+            ("<html>é<", Some("é")),
+            ("<html><title>🦀", Some("🦀")),
+            ("<html><title></title><p>after</p>", Some("after")),
+            ("<html><title>", None),
+            ("<html><script>", None),
+            ("<html", None),
         ] {
-            let _ = engine_words(page, &Concealer::new([]));
+            assert_eq!(html_text(page).as_deref(), text, "{page:?}");
+            // A page with no text is quoted as its first line, markup and
+            // all: the engine said that, and nothing else.
+            let words = engine_words(page, &Concealer::new([]));
+            assert_eq!(words.as_deref(), Some(text.unwrap_or(page)), "{page:?}");
         }
     }
 

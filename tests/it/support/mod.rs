@@ -1,13 +1,18 @@
 //! Helpers shared by the integration tests: a snapshot builder, the token and
-//! variables every test uses, a transport pointed at a loopback server, and
-//! the checks every refusal must pass (every reason and remedy
-//! must say").
+//! variables every test uses, how long a send may take before a test calls
+//! it hung, a transport pointed at a loopback server, and the checks every
+//! refusal must pass (what every reason and remedy must say). `forms`
+//! encodes a token every way an engine echoes it; `raw_http` is a server of
+//! one's own for what wiremock cannot do.
 
-// `tests/it` and `tests/memory.rs` each compile a copy and use only some of it.
+// `tests/it`, `tests/memory.rs`, `tests/no_ambient_proxy.rs` and
+// `tests/trace.rs` each compile a copy and use only some of it.
 #![allow(dead_code)]
 
 pub mod forms;
 pub mod raw_http;
+
+use std::time::Duration;
 
 use meterwire::{Env, HttpTransport, HttpTransportBuilder, Refusal};
 
@@ -17,6 +22,10 @@ pub const SCOPE: &str = "acme";
 /// A token long enough to be concealed, and distinctive enough that finding
 /// it anywhere is a leak rather than a coincidence.
 pub const TOKEN: &str = "mw-test-Q7vX2kP9zR4tL8wN";
+
+/// How long a test waits for a send that must end by itself: one that
+/// takes longer has hung, and the test fails instead of hanging too.
+pub const GUARD: Duration = Duration::from_secs(10);
 
 /// The address variable the default naming reads after the scoped one.
 pub const ADDRESS_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";
