@@ -283,7 +283,7 @@ mod tests {
     use super::*;
 
     fn from(name: &str) -> Origin {
-        Origin::Variable(name.to_owned())
+        Origin::variable_named(name)
     }
 
     #[test]

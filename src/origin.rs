@@ -30,3 +30,11 @@ impl Origin {
         }
     }
 }
+
+#[cfg(test)]
+impl Origin {
+    /// The origin of a value read from `name`.
+    pub(crate) fn variable_named(name: &str) -> Origin {
+        Origin::Variable(name.to_owned())
+    }
+}

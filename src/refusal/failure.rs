@@ -364,23 +364,12 @@ fn describe_tls(error: &rustls::Error) -> &'static str {
 mod tests {
     use super::*;
     use crate::Concealer;
-    use crate::address::Address;
-    use crate::origin::Origin;
+    use crate::refusal::site::test_site;
 
     const ADDRESS_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";
 
     fn site() -> Site {
-        let address = Address::parse(
-            "https://engine.example/v1/predict",
-            Origin::Variable(ADDRESS_VAR.to_owned()),
-        )
-        .expect("an address");
-        Site::new(
-            "acme",
-            address,
-            Origin::Variable("CHANT_BEHAVIOUR_TOKEN".to_owned()),
-            Concealer::new([]),
-        )
+        test_site(Concealer::new([]))
     }
 
     #[test]

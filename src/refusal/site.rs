@@ -110,3 +110,21 @@ pub(crate) fn shown_host(host: &str, concealer: &Concealer) -> String {
 pub(crate) fn scope_phrase(scope: &str) -> String {
     format!("scope {:?}", bound(scope, SCOPE_LIMIT))
 }
+
+/// The site the unit tests of the refusals write from: scope `acme`, the
+/// engine at `https://engine.example/v1/predict` from
+/// `CHANT_BEHAVIOUR_ENGINE`, the token from `CHANT_BEHAVIOUR_TOKEN`.
+#[cfg(test)]
+pub(crate) fn test_site(concealer: Concealer) -> Site {
+    let address = Address::parse(
+        "https://engine.example/v1/predict",
+        Origin::variable_named("CHANT_BEHAVIOUR_ENGINE"),
+    )
+    .expect("an address");
+    Site::new(
+        "acme",
+        address,
+        Origin::variable_named("CHANT_BEHAVIOUR_TOKEN"),
+        concealer,
+    )
+}

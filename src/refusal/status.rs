@@ -335,23 +335,12 @@ fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::address::Address;
-    use crate::origin::Origin;
+    use crate::refusal::site::test_site;
 
     const TOKEN: &str = "mw-unit-Q7vX2kP9zR4tL8wN";
 
     fn site() -> Site {
-        let address = Address::parse(
-            "https://engine.example/v1/predict",
-            Origin::Variable("CHANT_BEHAVIOUR_ENGINE".to_owned()),
-        )
-        .expect("an address");
-        Site::new(
-            "acme",
-            address,
-            Origin::Variable("CHANT_BEHAVIOUR_TOKEN".to_owned()),
-            Concealer::new([TOKEN]),
-        )
+        test_site(Concealer::new([TOKEN]))
     }
 
     fn refusal(status: u16, body: &str) -> Option<Refusal> {
