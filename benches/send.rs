@@ -45,14 +45,15 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
 /// The transport's meter, its own source, so that its cost per send is
-/// measured on the code the transport runs. `crate::Cause` in it resolves
-/// to the import below.
+/// measured on the code the transport runs. `crate::refusal::Cause` in it
+/// resolves to the module below.
 #[allow(dead_code, unused_imports)]
 #[path = "../src/meter.rs"]
 mod meter;
 
-#[allow(unused_imports)]
-use meterwire::Cause;
+mod refusal {
+    pub use meterwire::Cause;
+}
 
 #[path = "common/records.rs"]
 mod records;

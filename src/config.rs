@@ -1,8 +1,8 @@
 //! Where the address and the token come from, and what is decided before
 //! anything is sent.
 //!
-//! A value given in code ([`HttpTransportBuilder::address`],
-//! [`HttpTransportBuilder::token`]) wins over its chain and is checked
+//! A value given in code (`HttpTransportBuilder::address`,
+//! `HttpTransportBuilder::token`) wins over its chain and is checked
 //! exactly like a chain's value. Refusals then say "given in code" where
 //! they would name a variable, and their remedies name the builder method
 //! *and* the chain's variable, so an operator who cannot change the code can
@@ -13,19 +13,19 @@
 //! stored refusal every send returns without opening a connection, because a
 //! missing token must never cost a request and a token with a line break
 //! must never reach a socket.
-//!
-//! [`HttpTransportBuilder::address`]: crate::HttpTransportBuilder::address
-//! [`HttpTransportBuilder::token`]: crate::HttpTransportBuilder::token
 
 use reqwest::header::HeaderValue;
 use secrecy::SecretString;
 
 use crate::address::Address;
+use crate::conceal::Concealer;
+use crate::env::Env;
+use crate::naming::Naming;
 use crate::origin::Origin;
+use crate::refusal::Refusal;
 use crate::refusal::Site;
 use crate::refusal::before_send;
 use crate::token::{Token, UnusableToken};
-use crate::{Concealer, Env, Naming, Refusal};
 
 /// What the builder was given in code for the address and the token.
 pub(crate) struct InCode {

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::Concealer;
+use crate::conceal::Concealer;
 use crate::refusal::evidence::header_map as headers;
 use crate::refusal::evidence::{challenge, request_id as id, retry, words};
 

@@ -20,28 +20,9 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::refusal::held::{Hold, Latched};
+use crate::refusal::{Cause, Refusal};
 use crate::retry::RetryPolicy;
-use crate::{Cause, Refusal};
-
-/// A window the engine asked the caller to wait out.
-#[derive(Clone, Debug)]
-pub(crate) struct Hold {
-    pub(crate) until: Instant,
-    /// When the engine asked, by the wall clock.
-    pub(crate) asked_at: SystemTime,
-    /// How long it asked for.
-    pub(crate) asked: Duration,
-    /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
-    pub(crate) why: String,
-}
-
-/// A refusal repeated without sending until `until`.
-#[derive(Clone, Debug)]
-pub(crate) struct Latched {
-    pub(crate) until: Instant,
-    pub(crate) at: SystemTime,
-    pub(crate) refusal: Refusal,
-}
 
 /// What one attempt came to, as the limits see it.
 pub(crate) enum Seen<'a> {

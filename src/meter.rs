@@ -12,7 +12,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::Cause;
+use crate::refusal::Cause;
 
 /// The highest latency the histogram tells apart: an hour, in microseconds.
 const MAX_MICROS: u64 = 3_600_000_000;

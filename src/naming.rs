@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-use crate::Env;
+use crate::env::Env;
 use crate::origin::Origin;
 use crate::token::{Token, UnusableToken};
 

@@ -20,8 +20,9 @@ use std::fmt;
 use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 
+use crate::conceal::Concealer;
+use crate::env::Env;
 use crate::origin::Origin;
-use crate::{Concealer, Env};
 
 /// A bearer token, with where it came from.
 #[derive(Clone)]

@@ -7,8 +7,10 @@
 
 use super::site::{scope_phrase, seal, shown_address, shown_host};
 use crate::address::{Address, AddressError};
+use crate::conceal::Concealer;
+use crate::naming::Naming;
+use crate::refusal::{Cause, Refusal};
 use crate::token::UnusableToken;
-use crate::{Cause, Concealer, Naming, Refusal};
 
 /// No address given in code, and no variable of the address chain holds
 /// one.

@@ -13,8 +13,8 @@ use std::io;
 
 use super::site::Site;
 use super::status::{Fix, unreachable_remedy};
+use crate::refusal::{Cause, Refusal};
 use crate::retry::Outcome;
-use crate::{Cause, Refusal};
 
 /// How a request failed without an answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -363,7 +363,7 @@ fn describe_tls(error: &rustls::Error) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Concealer;
+    use crate::conceal::Concealer;
     use crate::refusal::site::test_site;
 
     const ADDRESS_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";

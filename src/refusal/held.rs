@@ -4,14 +4,36 @@
 //! `402`, `401` or `403`.
 //!
 //! Each says when and why the engine asked, and how long is left, so an
-//! operator can tell a spent window from a network that is down.
+//! operator can tell a spent window from a network that is down. [`Hold`]
+//! and [`Latched`] are what the limits keep of it, until the window ends.
+
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
 use super::site::Site;
-use crate::limits::{Hold, Latched};
+use crate::refusal::{Cause, Refusal};
 use crate::text::seconds_phrase;
-use crate::{Cause, Refusal};
+
+/// A window the engine asked the caller to wait out.
+#[derive(Clone, Debug)]
+pub(crate) struct Hold {
+    pub(crate) until: Instant,
+    /// When the engine asked, by the wall clock.
+    pub(crate) asked_at: SystemTime,
+    /// How long it asked for.
+    pub(crate) asked: Duration,
+    /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
+    pub(crate) why: String,
+}
+
+/// A refusal repeated without sending until `until`.
+#[derive(Clone, Debug)]
+pub(crate) struct Latched {
+    pub(crate) until: Instant,
+    pub(crate) at: SystemTime,
+    pub(crate) refusal: Refusal,
+}
 
 /// A send before the engine's window ends: not sent (§9's hold).
 pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {

@@ -6,7 +6,7 @@
 //! billed; the key lets its support desk find them.
 
 use super::site::{Site, scope_phrase};
-use crate::Refusal;
+use crate::refusal::Refusal;
 
 /// The refusal a send ends in: after more than one attempt, or with an
 /// idempotency key, its reason says so after the scope, and it is sealed

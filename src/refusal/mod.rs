@@ -283,7 +283,7 @@ impl Refusal {
         mut self,
         prefix: &str,
         text: &str,
-        concealer: &crate::Concealer,
+        concealer: &crate::conceal::Concealer,
     ) -> Refusal {
         self.reason = match self.reason.strip_prefix(prefix) {
             Some(rest) => format!("{prefix}{text}{rest}"),

@@ -4,9 +4,10 @@
 //! same way.
 
 use crate::address::Address;
+use crate::conceal::Concealer;
 use crate::origin::Origin;
+use crate::refusal::Refusal;
 use crate::text::{bound, bound_whole};
-use crate::{Concealer, Refusal};
 
 /// Every reason stays under this many characters, whatever the engine sends.
 pub(crate) const REASON_LIMIT: usize = 999;

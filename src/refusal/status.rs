@@ -26,8 +26,9 @@ use super::evidence::challenge::{self, BearerChallenge};
 use super::evidence::words::{credit_code, engine_value, engine_words};
 use super::evidence::{request_id, retry};
 use super::site::Site;
+use crate::conceal::Concealer;
+use crate::refusal::{Cause, Refusal};
 use crate::text::seconds_phrase;
-use crate::{Cause, Concealer, Refusal};
 
 /// How much of an echoed header a reason quotes.
 const HEADER_LIMIT: usize = 64;
@@ -314,8 +315,11 @@ fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
         .conceal(&String::from_utf8_lossy(location))
         .into_owned();
     let parsed = url::Url::parse(text.trim());
-    if parsed.is_err() && text.contains(crate::REDACTED) {
-        return format!("an address that held a secret ({})", crate::REDACTED);
+    if parsed.is_err() && text.contains(crate::conceal::REDACTED) {
+        return format!(
+            "an address that held a secret ({})",
+            crate::conceal::REDACTED
+        );
     }
     match parsed {
         Ok(url) => match url.host_str() {

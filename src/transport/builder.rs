@@ -18,9 +18,11 @@ use super::handle::{HttpTransport, Inner, Shown};
 use super::headers::header_map;
 use super::{DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, USER_AGENT};
 use crate::config::{self, InCode};
+use crate::env::Env;
 use crate::limits::Limits;
 use crate::meter::Meter;
-use crate::{Env, Naming, NamingError, RetryPolicy};
+use crate::naming::{Naming, NamingError};
+use crate::retry::RetryPolicy;
 
 /// A transport that cannot be built: the configuration itself is wrong, as
 /// opposed to the environment (which gives a refusal at send time).
@@ -200,7 +202,7 @@ impl HttpTransportBuilder {
     }
 
     /// The deadline for connect, headers and the whole body; 30 000 ms when
-    /// not set. [`Call::deadline`](crate::Call::deadline) replaces it for one call.
+    /// not set. [`Call::deadline`](super::Call::deadline) replaces it for one call.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self

@@ -13,8 +13,9 @@ use bytes::Bytes;
 use super::handle::HttpTransport;
 use super::headers::{IdempotencyKey, header_map};
 use super::run::Options;
+use crate::answer::Answer;
+use crate::refusal::Refusal;
 use crate::refusal::failure::Failure;
-use crate::{Answer, Refusal};
 
 /// One send with options of its own, from [`HttpTransport::call`]. Nothing
 /// happens until [`Call::send`].
@@ -73,7 +74,7 @@ impl HttpTransport {
 impl Call {
     /// A non-secret header on this request, besides the transport's own
     /// (replacing one of the same name). Checked as
-    /// [`HttpTransportBuilder::header`](crate::HttpTransportBuilder::header)
+    /// [`HttpTransportBuilder::header`](super::HttpTransportBuilder::header)
     /// checks; a header that cannot be sent makes [`send`](Self::send)
     /// refuse with `engine-unreachable`, nothing sent, the reason naming the
     /// header but never its value.

@@ -8,7 +8,7 @@
 
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use crate::Concealer;
+use crate::conceal::Concealer;
 use crate::refusal::evidence::request_id::REQUEST_ID_HEADERS;
 
 /// Every header the crate reads besides the request ids (whose list is
@@ -47,7 +47,7 @@ pub(super) fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderM
                 Ok(value) => value,
                 // Only a value that was not text can fail here; it held a
                 // secret, so it is dropped rather than kept raw.
-                Err(_) => HeaderValue::from_static(crate::REDACTED),
+                Err(_) => HeaderValue::from_static(crate::conceal::REDACTED),
             },
         };
         concealed.append(name.clone(), value);

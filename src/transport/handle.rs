@@ -2,7 +2,7 @@
 //! clone sharing one connection pool, one meter and one hold.
 //!
 //! Its constructor lives beside the builder (`builder.rs`), `call` beside
-//! [`Call`](crate::Call) (`call.rs`), and the send loop in `run.rs`.
+//! [`Call`](super::Call) (`call.rs`), and the send loop in `run.rs`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,11 +13,14 @@ use reqwest::Client;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde::Serialize;
 
+use crate::answer::Answer;
+use crate::conceal::Concealer;
 use crate::config::Target;
 use crate::limits::Limits;
 use crate::meter::{Meter, MeterSnapshot};
+use crate::refusal::Refusal;
 use crate::refusal::failure::{self, Failure};
-use crate::{Answer, Concealer, Refusal, RetryPolicy};
+use crate::retry::RetryPolicy;
 
 /// Sends JSON bodies to one engine for one scope, and turns what comes back
 /// into an [`Answer`] or a [`Refusal`].

@@ -10,7 +10,7 @@
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::Concealer;
+use crate::conceal::Concealer;
 
 /// Names a caller may not set with `header()`: the credential and framing
 /// headers the transport owns, and the idempotency key, which has a method

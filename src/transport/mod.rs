@@ -49,7 +49,8 @@ pub use builder::{BuildError, HttpTransportBuilder};
 pub use call::Call;
 pub use handle::HttpTransport;
 
-use crate::{Answer, Refusal};
+use crate::answer::Answer;
+use crate::refusal::Refusal;
 
 /// The deadline when none is set: 30 seconds for connect, headers and body.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(30_000);

@@ -18,15 +18,16 @@ use super::deadline::Deadline;
 use super::door::at_the_door;
 use super::handle::HttpTransport;
 use super::headers::IdempotencyKey;
+use crate::answer::Answer;
 use crate::config::Target;
 use crate::limits::{Gate, Seen};
+use crate::refusal::Refusal;
 use crate::refusal::evidence::request_id::shown_request_id;
 use crate::refusal::evidence::retry::exhausted;
 use crate::refusal::failure::{Failure, classify, refusal_for_failure};
 use crate::refusal::status::refusal_for_status;
 use crate::refusal::{held, history};
 use crate::retry::{self, Outcome, Retry};
-use crate::{Answer, Refusal};
 
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.

@@ -3,7 +3,7 @@
 use reqwest::header::HeaderMap;
 
 use super::words::engine_value;
-use crate::Concealer;
+use crate::conceal::Concealer;
 
 /// The headers an engine's request id arrives in, most common first.
 pub(crate) const REQUEST_ID_HEADERS: [&str; 5] = [

@@ -9,7 +9,7 @@
 //! and control characters are turned into spaces so a quoted line cannot
 //! drive a terminal.
 
-use crate::Concealer;
+use crate::conceal::Concealer;
 use crate::conceal::escapes::decode_char_refs;
 use crate::text::{bound_whole, tame};
 
