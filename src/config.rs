@@ -27,10 +27,12 @@ use crate::refusal::Site;
 use crate::refusal::before_send;
 use crate::token::{Token, UnusableToken};
 
-/// What the builder was given in code for the address and the token.
+/// What the builder was given in code: the address, the token, and the
+/// proxy every request goes through.
 pub(crate) struct InCode {
     pub(crate) address: Option<String>,
     pub(crate) token: Option<SecretString>,
+    pub(crate) proxy: Option<String>,
 }
 
 /// A transport's settled configuration: where every send goes and with
@@ -78,7 +80,8 @@ pub(crate) fn settle(
     )
     .and_then(|address| match token {
         TokenOutcome::Found(origin, authorization) => Ok(Target {
-            site: Site::new(scope, address, origin, concealer.clone()),
+            site: Site::new(scope, address, origin, concealer.clone())
+                .through(in_code.proxy.as_deref()),
             authorization,
         }),
         TokenOutcome::Missing => Err(before_send::no_token(naming, scope, &address, &concealer)),
@@ -160,4 +163,21 @@ fn address(
         return Err(before_send::plaintext(scope, &address, concealer));
     }
     Ok(address)
+}
+
+/// The concealer a builder's configuration would have: the token given in
+/// code, and the snapshot's credential-named values; for showing what the
+/// caller gave (a scope, a header name) before the transport is built.
+pub(crate) fn concealer_for(in_code: Option<&SecretString>, env: &Env) -> Concealer {
+    let token = in_code.and_then(|secret| {
+        let origin = Origin::Code {
+            method: "token",
+            variable: String::new(),
+        };
+        Token::from_secret(secret, origin).ok()
+    });
+    match token {
+        Some(token) => token.arm(env).1,
+        None => Concealer::with_env([], env),
+    }
 }

@@ -13,7 +13,7 @@ use crate::refusal::evidence::header_map as headers;
 use crate::refusal::evidence::{challenge, request_id as id, retry, words};
 
 pub fn retry_delay(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration> {
-    retry::retry_delay(&headers(pairs), now)
+    retry::retry_hint(&headers(pairs), now).map(|hint| hint.delay)
 }
 
 pub fn exhausted(pairs: &[(&str, &[u8])]) -> Option<Duration> {

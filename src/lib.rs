@@ -105,6 +105,7 @@
 
 mod address;
 mod answer;
+mod clock;
 mod conceal;
 mod config;
 mod env;

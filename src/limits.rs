@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::clock::later;
 use crate::refusal::held::{Hold, Latched};
 use crate::refusal::{Cause, Refusal};
 use crate::retry::RetryPolicy;
@@ -48,18 +49,25 @@ pub(crate) enum Gate {
 pub(crate) struct Limits {
     respect: bool,
     latch_for: Option<Duration>,
+    max_hold: Duration,
     hold: Mutex<Option<Hold>>,
     latch: Mutex<Option<Latched>>,
 }
 
+/// The longest hold when none is set: a day. An engine (or anyone on the
+/// path) that asks for a week, or for 10^35 seconds, must not brick a
+/// predictor until someone restarts it.
+pub(crate) const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
+
 impl Limits {
     /// Limits that hold after the engine asks to wait when `respect` is on,
-    /// and latch for `latch_for` after a `402`, `401` or `403` when it is
-    /// set.
-    pub(crate) fn new(respect: bool, latch_for: Option<Duration>) -> Limits {
+    /// for at most `max_hold`, and latch for `latch_for` after a `402`,
+    /// `401` or `403` when it is set.
+    pub(crate) fn new(respect: bool, latch_for: Option<Duration>, max_hold: Duration) -> Limits {
         Limits {
             respect,
             latch_for,
+            max_hold,
             hold: Mutex::new(None),
             latch: Mutex::new(None),
         }
@@ -127,12 +135,13 @@ impl Limits {
         hold.as_ref().filter(|hold| hold.until > now).cloned()
     }
 
-    /// Holds every send until `now + wait`, unless a longer hold is in force.
+    /// Holds every send until `now + wait` (at most the ceiling), unless a
+    /// longer hold is in force.
     fn hold_for(&self, now: Instant, wait: Duration, why: String) {
         if !self.respect {
             return;
         }
-        let until = now + wait;
+        let until = later(now, wait.min(self.max_hold));
         let mut hold = self
             .hold
             .lock()
@@ -142,6 +151,7 @@ impl Limits {
                 until,
                 asked_at: SystemTime::now(),
                 asked: wait,
+                ceiling: (wait > self.max_hold).then_some(self.max_hold),
                 why,
             });
         }
@@ -166,7 +176,7 @@ impl Limits {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         *latch = Some(Latched {
-            until: now + duration,
+            until: later(now, duration),
             at: SystemTime::now(),
             refusal: refusal.clone(),
         });
@@ -185,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_longer_hold_is_kept_and_an_expired_one_is_none() {
-        let limits = Limits::new(true, None);
+        let limits = Limits::new(true, None, DEFAULT_MAX_HOLD);
         let now = Instant::now();
         limits.observe(now, Seen::Refused(&over_quota(429, 10)));
         limits.observe(now, Seen::Refused(&over_quota(503, 1)));
@@ -196,7 +206,7 @@ mod tests {
 
     #[test]
     fn a_hold_is_waited_out_only_within_the_policy_and_the_deadline() {
-        let limits = Limits::new(true, None);
+        let limits = Limits::new(true, None, DEFAULT_MAX_HOLD);
         let now = Instant::now();
         let far = now + Duration::from_secs(60);
         assert!(matches!(
@@ -222,8 +232,24 @@ mod tests {
     }
 
     #[test]
+    fn a_hint_past_the_ceiling_holds_for_the_ceiling_and_says_so() {
+        let limits = Limits::new(true, None, Duration::from_secs(60));
+        let now = Instant::now();
+        let refusal = over_quota(429, u64::MAX);
+        limits.observe(now, Seen::Refused(&refusal));
+        let hold = limits.hold(now).expect("held");
+        assert_eq!(hold.until, now + Duration::from_secs(60));
+        assert_eq!(hold.asked, Duration::from_secs(u64::MAX));
+        assert_eq!(hold.ceiling, Some(Duration::from_secs(60)));
+        let answer = Seen::Answer {
+            exhausted: Some(Duration::MAX),
+        };
+        Limits::new(true, None, Duration::MAX).observe(now, answer);
+    }
+
+    #[test]
     fn limits_not_respected_never_hold() {
-        let limits = Limits::new(false, None);
+        let limits = Limits::new(false, None, DEFAULT_MAX_HOLD);
         let now = Instant::now();
         limits.observe(now, Seen::Refused(&over_quota(429, 10)));
         limits.observe(
@@ -237,7 +263,7 @@ mod tests {
 
     #[test]
     fn out_of_credit_latches_and_never_holds() {
-        let limits = Limits::new(true, Some(Duration::from_secs(5)));
+        let limits = Limits::new(true, Some(Duration::from_secs(5)), DEFAULT_MAX_HOLD);
         let now = Instant::now();
         let refusal = Refusal::new(Cause::EngineOutOfCredit, "r", "X_TOKEN", None)
             .with_status(429)

@@ -12,7 +12,7 @@
 use std::io;
 
 use super::site::Site;
-use super::status::{Fix, unreachable_remedy};
+use super::status::{Fix, proxy_remedy, unreachable_remedy};
 use crate::refusal::{Cause, Refusal};
 use crate::retry::Outcome;
 
@@ -47,6 +47,9 @@ pub(crate) enum Failure {
     AnswerNotUtf8,
     /// The request failed in a way none of the above names.
     Other,
+    /// The proxy the caller configured could not be reached or passed: the
+    /// request never reached the engine.
+    Proxy(ProxyFailure),
     /// The body could not be serialized as JSON; nothing was sent. The text
     /// is the serializer's category of error, never its message (which a
     /// `Serialize` implementation may fill with data).
@@ -55,6 +58,25 @@ pub(crate) enum Failure {
     /// cannot be used; nothing was sent. The text names the option, never a
     /// header's value.
     Unsendable(String),
+}
+
+/// How the configured proxy failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProxyFailure {
+    /// Nothing listens at the proxy's port.
+    Refused,
+    /// The proxy's host name does not resolve.
+    NotFound,
+    /// The connection to the proxy could not be made, for a reason its
+    /// connector does not tell (a SOCKS connector keeps the socket's error
+    /// to itself).
+    Unreachable,
+    /// The connection through the proxy to the engine could not be made.
+    Connect,
+    /// The proxy asked for credentials (`407`).
+    AuthRequired,
+    /// The proxy refused to open a tunnel (`CONNECT`) to the engine.
+    Tunnel,
 }
 
 /// What a failure comes to, every column of it in one place: adding a kind
@@ -68,10 +90,36 @@ struct Row {
     /// What failed, for the reason.
     what: String,
     /// How the reason says the engine fared: `did not answer:`,
-    /// `answered, but`, `was not asked:`.
-    lead: &'static str,
+    /// `answered, but`, `answered HTTP 200, but`, `was not asked:`.
+    lead: String,
     /// Where the remedy points.
     remedy: Remedy,
+}
+
+/// How far an answer got before it failed: the engine answered this
+/// status, and this much of its body (and of a stream, these events)
+/// arrived. A refusal after a `2xx` head keeps its status and says so, so
+/// it never reads as an engine that did not answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Answered {
+    pub(crate) status: u16,
+    pub(crate) bytes: u64,
+    pub(crate) events: Option<u64>,
+}
+
+impl Answered {
+    /// `11 bytes`, or `11 bytes and 3 events`.
+    fn so_far(&self) -> String {
+        let bytes = match self.bytes {
+            1 => "1 byte".to_owned(),
+            n => format!("{n} bytes"),
+        };
+        match self.events {
+            Some(1) => format!("{bytes} and 1 event"),
+            Some(events) => format!("{bytes} and {events} events"),
+            None => bytes,
+        }
+    }
 }
 
 /// Where a failure's remedy points.
@@ -90,6 +138,10 @@ enum Remedy {
     Serializer,
     /// The per-call option that cannot be used.
     Option,
+    /// The proxy: up, reachable, and letting this host through.
+    Proxy,
+    /// The proxy's credentials.
+    ProxyCredentials,
 }
 
 impl Failure {
@@ -104,14 +156,18 @@ impl Failure {
     /// the engine closed may or may not have taken the request), so they
     /// count as sent. TLS, the deadline, an answer over the cap or not
     /// UTF-8 and anything refused before sending are final.
-    fn row(&self) -> Row {
-        let row = |outcome, short: &str, what: String, lead, remedy| Row {
+    fn row(&self, answered: Option<&Answered>) -> Row {
+        let row = |outcome, short: &str, what: String, lead: &str, remedy| Row {
             outcome,
             short: short.to_owned(),
             what,
-            lead,
+            lead: match answered {
+                Some(answered) => format!("answered HTTP {}, but", answered.status),
+                None => lead.to_owned(),
+            },
             remedy,
         };
+        let so_far = answered.map(Answered::so_far);
         const NO_ANSWER: &str = "did not answer:";
         match self {
             Failure::ConnectionRefused => row(
@@ -145,21 +201,36 @@ impl Failure {
             Failure::ConnectionReset => row(
                 Outcome::Lost,
                 "connection reset",
-                "connection reset: it closed before the answer was complete".to_owned(),
+                match so_far {
+                    Some(so_far) => format!(
+                        "the connection was reset after {so_far} of the answer, before it was complete"
+                    ),
+                    None => "connection reset: it closed before the answer was complete".to_owned(),
+                },
                 NO_ANSWER,
                 Remedy::Fix(Fix::Health),
             ),
             Failure::Deadline { ms } => row(
                 Outcome::Final,
                 &format!("no answer within {ms} ms"),
-                format!("no answer within {ms} ms"),
+                match so_far {
+                    Some(so_far) => {
+                        format!("its body stopped after {so_far}: no answer within {ms} ms")
+                    }
+                    None => format!("no answer within {ms} ms"),
+                },
                 NO_ANSWER,
                 Remedy::Fix(Fix::Health),
             ),
             Failure::Other => row(
                 Outcome::Lost,
                 "no answer",
-                "the request failed before an answer arrived".to_owned(),
+                match so_far {
+                    Some(so_far) => {
+                        format!("the answer stopped after {so_far}, before it was complete")
+                    }
+                    None => "the request failed before an answer arrived".to_owned(),
+                },
                 NO_ANSWER,
                 Remedy::Fix(Fix::Health),
             ),
@@ -180,10 +251,48 @@ impl Failure {
             Failure::AnswerNotUtf8 => row(
                 Outcome::Final,
                 "an answer not UTF-8",
-                "the answer is not UTF-8 text".to_owned(),
+                match so_far {
+                    Some(so_far) => format!("the answer is not UTF-8 text ({so_far} arrived)"),
+                    None => "the answer is not UTF-8 text".to_owned(),
+                },
                 "answered, but",
                 Remedy::Utf8,
             ),
+            Failure::Proxy(how) => {
+                let (short, what, remedy) = match how {
+                    ProxyFailure::Refused => (
+                        "proxy refused",
+                        "the proxy refused the connection: nothing listens at its port",
+                        Remedy::Proxy,
+                    ),
+                    ProxyFailure::NotFound => (
+                        "proxy not found",
+                        "the proxy's host name does not resolve",
+                        Remedy::Proxy,
+                    ),
+                    ProxyFailure::Unreachable => (
+                        "proxy unreachable",
+                        "the connection to the proxy could not be made",
+                        Remedy::Proxy,
+                    ),
+                    ProxyFailure::Connect => (
+                        "no connection through the proxy",
+                        "the connection to the engine through the proxy could not be made",
+                        Remedy::Proxy,
+                    ),
+                    ProxyFailure::AuthRequired => (
+                        "proxy asked for credentials",
+                        "the proxy asked for credentials (HTTP 407) before it would pass the request on",
+                        Remedy::ProxyCredentials,
+                    ),
+                    ProxyFailure::Tunnel => (
+                        "proxy refused the tunnel",
+                        "the proxy refused to open a tunnel (CONNECT) to the engine",
+                        Remedy::Proxy,
+                    ),
+                };
+                row(Outcome::NotSent, short, what.to_owned(), NO_ANSWER, remedy)
+            }
             Failure::Unserializable(category) => row(
                 Outcome::Final,
                 "not sent",
@@ -206,21 +315,35 @@ impl Failure {
     /// What the failure means for a retry: whether the request can have
     /// reached the engine.
     pub(crate) fn outcome(&self) -> Outcome {
-        self.row().outcome
+        self.row(None).outcome
     }
 
     /// A few words for the list of attempts in a reason.
     pub(crate) fn short(&self) -> String {
-        self.row().short
+        self.row(None).short
     }
 }
 
 /// What a failed request becomes: always `engine-unreachable`, with a reason
 /// naming what failed.
 pub(crate) fn refusal_for_failure(site: &Site, failure: &Failure) -> Refusal {
+    refusal(site, failure, None)
+}
+
+/// What a failure after a `2xx` head becomes: `engine-unreachable` still,
+/// keeping the status and saying how much of the answer arrived.
+pub(crate) fn refusal_after_head(site: &Site, failure: &Failure, answered: Answered) -> Refusal {
+    refusal(site, failure, Some(&answered)).with_status(answered.status)
+}
+
+fn refusal(site: &Site, failure: &Failure, answered: Option<&Answered>) -> Refusal {
     let Row {
         what, lead, remedy, ..
-    } = failure.row();
+    } = failure.row(answered);
+    let what = match (failure, site.proxy()) {
+        (Failure::Proxy(_), Some(proxy)) => format!("{what} (the proxy at {proxy})"),
+        _ => what,
+    };
     let address = site.address().origin();
     let remedy = match remedy {
         Remedy::Fix(fix @ Fix::Health) => {
@@ -241,6 +364,8 @@ pub(crate) fn refusal_for_failure(site: &Site, failure: &Failure) -> Refusal {
             site.host(),
             address.named()
         ),
+        Remedy::Proxy => proxy_remedy(site, false),
+        Remedy::ProxyCredentials => proxy_remedy(site, true),
         Remedy::Option => format!(
             "drop or fix that option where the predictor builds the call, so that the engine at {} can be asked (the address, {}, was not contacted)",
             site.host(),
@@ -269,8 +394,24 @@ pub(crate) fn serialize_category(error: &serde_json::Error) -> &'static str {
 }
 
 /// Names what failed from the error's causes, never from its `Display`
-/// (which carries the full URL, query and all).
-pub(crate) fn classify(error: &reqwest::Error, ms: u64) -> Failure {
+/// (which carries the full URL, query and all). With a proxy configured,
+/// the connection is made to the proxy, so a connection that could not be
+/// made (refused, no such host) is the proxy's; and a tunnel the proxy
+/// would not open is the proxy's whatever it answered.
+pub(crate) fn classify(error: &reqwest::Error, ms: u64, via_proxy: bool) -> Failure {
+    let failure = classify_cause(error, ms);
+    if !via_proxy {
+        return failure;
+    }
+    match failure {
+        Failure::ConnectionRefused => Failure::Proxy(ProxyFailure::Refused),
+        Failure::HostNotFound => Failure::Proxy(ProxyFailure::NotFound),
+        Failure::Connect => Failure::Proxy(ProxyFailure::Connect),
+        other => other,
+    }
+}
+
+fn classify_cause(error: &reqwest::Error, ms: u64) -> Failure {
     if error.is_timeout() {
         return Failure::Deadline { ms };
     }
@@ -328,9 +469,24 @@ fn classify_one(error: &(dyn std::error::Error + 'static)) -> Option<Failure> {
     {
         return Some(Failure::ConnectionReset);
     }
+    // Matched by their text: hyper-util does not export its tunnel error.
+    // The text is read, never shown.
     let text = error.to_string();
     if text.starts_with("dns error") {
         return Some(Failure::HostNotFound);
+    }
+    if let Some(tunnel) = text.strip_prefix("tunnel error: ") {
+        return Some(Failure::Proxy(match tunnel {
+            "proxy authorization required" => ProxyFailure::AuthRequired,
+            "unsuccessful" | "unexpected end of file" | "proxy response headers too long" => {
+                ProxyFailure::Tunnel
+            }
+            "failed to create underlying connection" => ProxyFailure::Unreachable,
+            _ => ProxyFailure::Connect,
+        }));
+    }
+    if text == "SOCKS error: failed to create underlying connection" {
+        return Some(Failure::Proxy(ProxyFailure::Unreachable));
     }
     None
 }
@@ -417,14 +573,26 @@ mod tests {
                 "nothing was sent",
                 Fix::Request,
             ),
+            (
+                Failure::Proxy(ProxyFailure::Refused),
+                "the proxy refused the connection",
+                Fix::Reach,
+            ),
+            (
+                Failure::Proxy(ProxyFailure::AuthRequired),
+                "asked for credentials",
+                Fix::Reach,
+            ),
         ];
         for (failure, says, fix) in cases {
-            let remedy = failure.row().remedy;
+            let remedy = failure.row(None).remedy;
             match remedy {
                 Remedy::Fix(actual) => assert_eq!(actual, fix, "{failure:?}"),
-                Remedy::Trust | Remedy::Cap | Remedy::Utf8 => {
-                    assert_eq!(fix, Fix::Reach, "{failure:?}")
-                }
+                Remedy::Trust
+                | Remedy::Cap
+                | Remedy::Utf8
+                | Remedy::Proxy
+                | Remedy::ProxyCredentials => assert_eq!(fix, Fix::Reach, "{failure:?}"),
                 Remedy::Serializer | Remedy::Option => {
                     assert_eq!(fix, Fix::Request, "{failure:?}")
                 }

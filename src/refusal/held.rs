@@ -21,8 +21,11 @@ pub(crate) struct Hold {
     pub(crate) until: Instant,
     /// When the engine asked, by the wall clock.
     pub(crate) asked_at: SystemTime,
-    /// How long it asked for.
+    /// How long it asked for, as sent (saturated to what fits).
     pub(crate) asked: Duration,
+    /// The longest hold the transport keeps, when the engine asked for
+    /// longer and the hold was cut to it.
+    pub(crate) ceiling: Option<Duration>,
     /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
     pub(crate) why: String,
 }
@@ -39,16 +42,23 @@ pub(crate) struct Latched {
 pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
     let left = hold.until.saturating_duration_since(now);
     let token = site.token();
+    let window = match hold.ceiling {
+        Some(ceiling) => format!(
+            "; that is longer than the longest hold this transport keeps, so the hold was cut to {}, of which {} is left",
+            seconds_phrase(ceiling),
+            seconds_phrase(left)
+        ),
+        None => format!(", and {} of that window is left", seconds_phrase(left)),
+    };
     site.seal(
         Refusal::new(
             Cause::EngineOverQuota,
             format!(
-                "{}: the send was held, not sent: at {} the engine asked, by {}, to wait {} before sending again, and {} of that window is left; the account billed through {} is held until then",
+                "{}: the send was held, not sent: at {} the engine asked, by {}, to wait {} before sending again{window}; the account billed through {} is held until then",
                 site.subject(),
                 httpdate::fmt_http_date(hold.asked_at),
                 hold.why,
                 seconds_phrase(hold.asked),
-                seconds_phrase(left),
                 token.holding("the token")
             ),
             format!(
@@ -67,18 +77,18 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
 pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
     let left = latched.until.saturating_duration_since(now);
     let original = &latched.refusal;
+    // The original reason opens with the same subject; it is said once.
+    let subject = site.subject();
+    let said = match original.reason().strip_prefix(&format!("{subject} ")) {
+        Some(rest) => format!("the engine {rest}"),
+        None => format!("the engine said: {}", original.reason()),
+    };
     let mut refusal = Refusal::new(
         original.cause(),
         format!(
-            "{}: the send was latched, not sent: at {} the engine answered{}, and sends are latched for {} more; what it said then: {}",
-            site.subject(),
-            httpdate::fmt_http_date(latched.at),
-            original
-                .status()
-                .map(|status| format!(" HTTP {status}"))
-                .unwrap_or_default(),
+            "{subject}: the send was latched, not sent, for {} more: at {} {said}",
             seconds_phrase(left),
-            original.reason()
+            httpdate::fmt_http_date(latched.at),
         ),
         original.remedy(),
         original.variable().map(str::to_owned),

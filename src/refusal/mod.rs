@@ -365,13 +365,22 @@ mod seconds {
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Option<Duration>, D::Error> {
-        let seconds = Option::<f64>::deserialize(deserializer)?;
-        seconds
-            .map(|s| {
-                Duration::try_from_secs_f64(s).map_err(|_| {
+        /// Whole seconds as the integer they were written as (a wait of
+        /// `u64::MAX` seconds round-trips), a fraction as a float.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Seconds {
+            Whole(u64),
+            Fraction(f64),
+        }
+        match Option::<Seconds>::deserialize(deserializer)? {
+            None => Ok(None),
+            Some(Seconds::Whole(seconds)) => Ok(Some(Duration::from_secs(seconds))),
+            Some(Seconds::Fraction(seconds)) => {
+                Duration::try_from_secs_f64(seconds).map(Some).map_err(|_| {
                     serde::de::Error::custom("retryAfter must be a non-negative number of seconds")
                 })
-            })
-            .transpose()
+            }
+        }
     }
 }

@@ -21,6 +21,9 @@ pub(crate) struct Site {
     scope: String,
     address: Address,
     token: Origin,
+    /// The proxy the caller configured, as reasons show it: redacted,
+    /// concealed and bounded.
+    proxy: Option<String>,
     concealer: Concealer,
 }
 
@@ -30,8 +33,22 @@ impl Site {
             scope: scope.to_owned(),
             address,
             token,
+            proxy: None,
             concealer,
         }
+    }
+
+    /// The same site, reached through `proxy` (a URL as the caller gave
+    /// it: shown redacted).
+    pub(crate) fn through(mut self, proxy: Option<&str>) -> Site {
+        self.proxy = proxy
+            .map(|proxy| shown_address(&crate::address::redact_address(proxy), &self.concealer));
+        self
+    }
+
+    /// The proxy, as reasons show it, when one is configured.
+    pub(crate) fn proxy(&self) -> Option<&str> {
+        self.proxy.as_deref()
     }
 
     /// The scope, as the caller gave it.

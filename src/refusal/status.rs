@@ -111,6 +111,24 @@ pub(crate) fn unreachable_remedy(
     }
 }
 
+/// The remedy of a refusal the configured proxy caused: check the proxy
+/// (or, when it asked for credentials, give it some), named as the caller
+/// gave it, redacted.
+pub(crate) fn proxy_remedy(site: &Site, credentials: bool) -> String {
+    let proxy = site.proxy().unwrap_or("the transport was given");
+    let host = site.host();
+    let address = site.address().origin().named();
+    if credentials {
+        format!(
+            "give the proxy {proxy} the credentials it asks for, in the URL given to HttpTransportBuilder::proxy (http://user:password@host:port), or use a proxy that lets this host through to the engine at {host} (the engine's address: {address})"
+        )
+    } else {
+        format!(
+            "check that the proxy {proxy} (given to HttpTransportBuilder::proxy) is up, reachable from here and lets this host through to the engine at {host}, or drop the proxy if the engine is reachable without it (the engine's address: {address})"
+        )
+    }
+}
+
 /// What the engine's answer becomes: `None` for a `2xx` (the body is the
 /// answer), otherwise the refusal of the wire table.
 ///
@@ -142,13 +160,25 @@ pub(crate) fn refusal_for_status(
         Some(id) => format!("; request id {id}"),
         None => String::new(),
     };
-    let delay = retry::retry_delay(headers, now);
-    let retry = match (headers.get(RETRY_AFTER), delay) {
-        (Some(value), _) => format!(
+    let hint = retry::retry_hint(headers, now);
+    let delay = hint.as_ref().map(|hint| hint.delay);
+    // The header whose value was used, quoted as sent; a `retry-after` that
+    // gave no delay is still quoted, as the engine's words.
+    let shown = |value: &str| engine_value(value.as_bytes(), concealer, HEADER_LIMIT);
+    let retry = match (&hint, headers.get(RETRY_AFTER)) {
+        (Some(hint), _) if hint.header == "retry-after" => {
+            format!("; retry after {}", shown(hint.value))
+        }
+        (Some(hint), _) => format!(
+            "; retry after {} ({}: {})",
+            seconds_phrase(hint.delay),
+            hint.header,
+            shown(hint.value)
+        ),
+        (None, Some(value)) => format!(
             "; retry after {}",
             engine_value(value.as_bytes(), concealer, HEADER_LIMIT)
         ),
-        (None, Some(delay)) => format!("; retry after {}", seconds_phrase(delay)),
         (None, None) => String::new(),
     };
     let subject = site.subject();
@@ -222,6 +252,20 @@ pub(crate) fn refusal_for_status(
             ),
             site.address_variable(),
         ),
+        (407, None) => {
+            let who = match site.proxy() {
+                Some(proxy) => format!("the proxy at {proxy}"),
+                None => "a proxy between here and the engine".to_owned(),
+            };
+            Refusal::new(
+                Cause::EngineUnreachable,
+                format!(
+                    "{subject} answered HTTP 407 instead of an answer: {who} asks for credentials before it passes the request on{request}{said}"
+                ),
+                proxy_remedy(site, true),
+                site.address_variable(),
+            )
+        }
         (300..=399, None) => {
             let to = match headers.get(LOCATION) {
                 Some(location) => {
@@ -242,6 +286,10 @@ pub(crate) fn refusal_for_status(
         }
         (_, None) => {
             let kind = match status {
+                // Both ask to try again, and the remedy says so: neither is
+                // a request the engine refused for what it holds.
+                408 => "the engine timed out waiting for the request to arrive",
+                425 => "the engine would not risk processing a request sent this early (too early)",
                 400..=499 => "the engine refused the request itself",
                 500..=599 => "the engine failed while answering",
                 _ => "that is not an answer",

@@ -44,28 +44,31 @@ pub(super) async fn read_head(mut response: Response, deadline: Deadline) -> Vec
 }
 
 /// Reads an answer body of at most `cap` bytes; one byte more and it is
-/// refused, having never held more than `cap`.
+/// refused, having never held more than `cap`. A failure comes with how
+/// many bytes had arrived.
 pub(super) async fn read_capped(
     mut response: Response,
     cap: u64,
     deadline: Deadline,
     meter: &Meter,
-) -> Result<Vec<u8>, Failure> {
+) -> Result<Vec<u8>, (Failure, u64)> {
     let cap_bytes = usize::try_from(cap).unwrap_or(usize::MAX);
     let expected = response
         .content_length()
         .and_then(|len| usize::try_from(len).ok())
         .unwrap_or(8 * 1024);
     let mut body = Vec::with_capacity(expected.min(cap_bytes));
+    let mut arrived: u64 = 0;
     // One timer for the whole body, not one per chunk: a timer is set and
     // cleared in the runtime's wheel each time.
     let read = async {
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|error| classify(&error, deadline.ms()))?
+            .map_err(|error| classify(&error, deadline.ms(), false))?
         {
             meter.received(chunk.len());
+            arrived = arrived.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
             if chunk.len() > cap_bytes - body.len() {
                 return Err(Failure::AnswerTooLarge {
                     cap,
@@ -86,9 +89,10 @@ pub(super) async fn read_capped(
         }
         Ok(())
     };
-    match timeout_at(deadline.at(), read).await {
-        Err(_) => Err(Failure::Deadline { ms: deadline.ms() }),
-        Ok(Err(failure)) => Err(failure),
+    let read = timeout_at(deadline.at(), read).await;
+    match read {
+        Err(_) => Err((Failure::Deadline { ms: deadline.ms() }, arrived)),
+        Ok(Err(failure)) => Err((failure, arrived)),
         Ok(Ok(())) => Ok(body),
     }
 }

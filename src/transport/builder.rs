@@ -15,11 +15,11 @@ use reqwest::{Certificate, Client, Proxy, redirect};
 use secrecy::SecretString;
 
 use super::handle::{HttpTransport, Inner, Shown};
-use super::headers::header_map;
+use super::headers::{header_map, shown_name};
 use super::{DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, USER_AGENT};
 use crate::config::{self, InCode};
 use crate::env::Env;
-use crate::limits::Limits;
+use crate::limits::{DEFAULT_MAX_HOLD, Limits};
 use crate::meter::Meter;
 use crate::naming::{Naming, NamingError};
 use crate::retry::RetryPolicy;
@@ -43,8 +43,10 @@ pub enum BuildError {
         "the extra CA certificate is not a PEM certificate ({0}): pass the authority's certificate as PEM text (-----BEGIN CERTIFICATE-----)"
     )]
     CaCertificate(&'static str),
-    /// The proxy is not a URL reqwest can use.
-    #[error("the proxy {shown} is not a proxy URL: give it as http://host:port")]
+    /// The proxy is not a URL of a proxy the transport can use.
+    #[error(
+        "the proxy {shown} is not a proxy URL this transport can use: give it as http://host:port, https://host:port, or socks5://host:port (socks5h:// to resolve the engine's name at the proxy)"
+    )]
     Proxy {
         /// The proxy as given, redacted.
         shown: String,
@@ -61,6 +63,10 @@ pub enum BuildError {
     )]
     Client,
 }
+
+/// The proxies reqwest speaks: HTTP (a `CONNECT` tunnel for `https`
+/// engines), and SOCKS.
+const PROXY_SCHEMES: [&str; 6] = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"];
 
 /// Configures an [`HttpTransport`].
 ///
@@ -94,16 +100,24 @@ pub struct HttpTransportBuilder {
     allow_plaintext: bool,
     retries: RetryPolicy,
     respect_limits: bool,
+    max_hold: Duration,
     latch: Option<Duration>,
 }
 
-/// Shows the configuration without a secret: the address redacted, whether
-/// a token was given (never what), header names without their values.
+/// Shows the configuration without a secret: the scope and header names
+/// concealed (a caller may have built either from a secret), the address
+/// redacted, whether a token was given (never what), and no header value.
 impl fmt::Debug for HttpTransportBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        let env = self.env.clone().unwrap_or_else(Env::from_process);
+        let concealer = config::concealer_for(self.token.as_ref(), &env);
+        let names: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(name, _)| shown_name(name, &concealer))
+            .collect();
         f.debug_struct("HttpTransportBuilder")
-            .field("scope", &self.scope)
+            .field("scope", &concealer.conceal(&self.scope))
             .field("naming", &self.naming)
             .field("env", &self.env)
             .field(
@@ -122,6 +136,7 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("allow_plaintext", &self.allow_plaintext)
             .field("retries", &self.retries)
             .field("respect_limits", &self.respect_limits)
+            .field("max_hold", &self.max_hold)
             .field("latch", &self.latch)
             .finish()
     }
@@ -179,6 +194,15 @@ impl HttpTransportBuilder {
         self
     }
 
+    /// The longest the transport holds for the engine's limits, 24 hours
+    /// when not set. A hint beyond it (an engine, or anyone on the path, can
+    /// ask for years) holds for this long, and the held refusal says the
+    /// engine asked for longer.
+    pub fn max_hold(mut self, ceiling: Duration) -> Self {
+        self.max_hold = ceiling;
+        self
+    }
+
     /// After a `402`, `401` or `403`, refuses every send of this transport
     /// and its clones for `duration` with the same cause, without sending;
     /// off by default. A different token is a different transport, so the
@@ -222,8 +246,11 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// Sends through this proxy (`http://host:port`). Without this call no
-    /// proxy is used, whatever the environment says.
+    /// Sends through this proxy (`http://host:port`, `https://…`,
+    /// `socks5://…`, `socks5h://…` to resolve the engine's name at the
+    /// proxy). Without this call no proxy is used, whatever the environment
+    /// says. A failure to reach or pass the proxy names it, redacted, and
+    /// points the remedy at it.
     pub fn proxy(mut self, url: impl Into<String>) -> Self {
         self.proxy = Some(url.into());
         self
@@ -274,10 +301,14 @@ impl HttpTransportBuilder {
             .user_agent(USER_AGENT)
             .tls_certs_merge(certs);
         if let Some(proxy) = &self.proxy {
-            let proxy = Proxy::all(proxy.as_str()).map_err(|_| BuildError::Proxy {
+            let refused = || BuildError::Proxy {
                 shown: crate::address::redact_address(proxy),
-            })?;
-            client = client.proxy(proxy);
+            };
+            let scheme = url::Url::parse(proxy.trim()).map_err(|_| refused())?;
+            if !PROXY_SCHEMES.contains(&scheme.scheme()) {
+                return Err(refused());
+            }
+            client = client.proxy(Proxy::all(proxy.trim()).map_err(|_| refused())?);
         }
         let client = client.build().map_err(|_| BuildError::Client)?;
 
@@ -285,6 +316,7 @@ impl HttpTransportBuilder {
         let in_code = InCode {
             address: self.address,
             token: self.token,
+            proxy: self.proxy,
         };
         let settled = config::settle(
             &self.naming,
@@ -310,7 +342,7 @@ impl HttpTransportBuilder {
                 concealer: settled.concealer,
                 headers,
                 retries: self.retries,
-                limits: Limits::new(self.respect_limits, self.latch),
+                limits: Limits::new(self.respect_limits, self.latch, self.max_hold),
                 meter: Meter::default(),
                 shown,
                 deadline: self.deadline,
@@ -337,6 +369,7 @@ impl HttpTransport {
             allow_plaintext: false,
             retries: RetryPolicy::none(),
             respect_limits: true,
+            max_hold: DEFAULT_MAX_HOLD,
             latch: None,
         }
     }

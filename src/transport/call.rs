@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::handle::HttpTransport;
-use super::headers::{IdempotencyKey, header_map};
+use super::headers::{IdempotencyKey, header_map, shown_name};
 use super::run::Options;
 use crate::answer::Answer;
 use crate::refusal::Refusal;
@@ -28,10 +28,16 @@ pub struct Call {
     idempotency_key: Option<String>,
 }
 
-/// Shows the call without its body or header values.
+/// Shows the call without its body or header values, and its header names
+/// concealed.
 impl fmt::Debug for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        let concealer = self.transport.concealer();
+        let names: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(name, _)| shown_name(name, concealer))
+            .collect();
         f.debug_struct("Call")
             .field("transport", &self.transport)
             .field("body_bytes", &self.body.len())

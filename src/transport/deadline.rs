@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::clock::later;
+
 /// When a send must be over, and the budget that put it there.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Deadline {
@@ -16,10 +18,10 @@ impl Deadline {
     /// `budget` from `started`. A budget too large for the clock saturates
     /// to the furthest instant it can hold.
     pub(crate) fn new(started: Instant, budget: Duration) -> Deadline {
-        let at = started
-            .checked_add(budget)
-            .unwrap_or_else(|| far_future(started));
-        Deadline { at, budget }
+        Deadline {
+            at: later(started, budget),
+            budget,
+        }
     }
 
     /// The instant itself.
@@ -36,11 +38,4 @@ impl Deadline {
     pub(crate) fn allows(&self, end: Instant) -> bool {
         end < self.at
     }
-}
-
-/// The furthest instant after `from` the clock is sure to hold: a hundred
-/// years, past any deadline or hold that means anything.
-pub(crate) fn far_future(from: Instant) -> Instant {
-    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-    from.checked_add(CENTURY).unwrap_or(from)
 }

@@ -24,7 +24,9 @@ use crate::limits::{Gate, Seen};
 use crate::refusal::Refusal;
 use crate::refusal::evidence::request_id::shown_request_id;
 use crate::refusal::evidence::retry::exhausted;
-use crate::refusal::failure::{Failure, classify, refusal_for_failure};
+use crate::refusal::failure::{
+    Answered, Failure, classify, refusal_after_head, refusal_for_failure,
+};
 use crate::refusal::status::refusal_for_status;
 use crate::refusal::{held, history};
 use crate::retry::{self, Outcome, Retry};
@@ -298,7 +300,10 @@ impl HttpTransport {
             .body(body);
         let response = match timeout_at(deadline.at(), request.send()).await {
             Err(_) => return Err(failed(Failure::Deadline { ms: deadline.ms() })),
-            Ok(Err(error)) => return Err(failed(classify(&error, deadline.ms()))),
+            Ok(Err(error)) => {
+                let via_proxy = site.proxy().is_some();
+                return Err(failed(classify(&error, deadline.ms(), via_proxy)));
+            }
             Ok(Ok(response)) => response,
         };
 
@@ -318,19 +323,36 @@ impl HttpTransport {
             });
         }
 
+        // The engine has answered: a failure from here on keeps the status
+        // and says how much of the answer arrived.
+        let after_head = |failure: Failure, bytes: u64| {
+            let answered = Answered {
+                status,
+                bytes,
+                events: None,
+            };
+            Missed {
+                refusal: refusal_after_head(site, &failure, answered),
+                outcome: failure.outcome(),
+                short: failure.short(),
+            }
+        };
         let cap = self.inner.max_answer_bytes;
         if let Some(declared) = response.content_length().filter(|len| *len > cap) {
-            return Err(failed(Failure::AnswerTooLarge {
+            let failure = Failure::AnswerTooLarge {
                 cap,
                 declared: Some(declared),
-            }));
+            };
+            return Err(after_head(failure, 0));
         }
         let request_id = shown_request_id(&headers, concealer);
         let exhausted = exhausted(&headers);
         let body = read_capped(response, cap, deadline, &self.inner.meter)
             .await
-            .map_err(failed)?;
-        let text = String::from_utf8(body).map_err(|_| failed(Failure::AnswerNotUtf8))?;
+            .map_err(|(failure, bytes)| after_head(failure, bytes))?;
+        let bytes = u64::try_from(body.len()).unwrap_or(u64::MAX);
+        let text =
+            String::from_utf8(body).map_err(|_| after_head(Failure::AnswerNotUtf8, bytes))?;
         let text = match concealer.conceal(&text) {
             std::borrow::Cow::Borrowed(_) => text,
             std::borrow::Cow::Owned(concealed) => concealed,

@@ -17,53 +17,93 @@ use reqwest::header::{DATE, HeaderMap, RETRY_AFTER};
 
 use super::header_text;
 
+/// A wait the engine asked for, with the header it came from and that
+/// header's value as sent (already concealed at the door), so a reason can
+/// quote the very header whose value was used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Hint<'h> {
+    pub(crate) delay: Duration,
+    pub(crate) header: &'static str,
+    pub(crate) value: &'h str,
+}
+
 /// How long the engine asks the caller to wait, from (in order of trust)
 /// `retry-after-ms`, `retry-after` (delay-seconds or an HTTP-date, RFC 9110
-/// §10.2.3), then the reset of an IETF `RateLimit` field (`t=`), or the
-/// older draft's `ratelimit-reset`.
+/// §10.2.3), then the rate-limit fields: first those that say nothing is
+/// left ([`exhausted`]), then the bare reset of an IETF `RateLimit` field
+/// (`t=`) or of the older draft's `ratelimit-reset`.
 ///
 /// An HTTP-date is measured from the response's own `date` header when it
 /// has one (so a skewed local clock does not matter), else from `now`; a
-/// date in the past is zero.
-pub(crate) fn retry_delay(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    if let Some(ms) = header_text(headers, "retry-after-ms").and_then(parse_millis) {
-        return Some(ms);
+/// date in the past is zero. A delay too long to hold saturates.
+pub(crate) fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_>> {
+    let hint = |header: &'static str, parse: fn(&str) -> Option<Duration>| {
+        let value = header_text(headers, header)?;
+        parse(value).map(|delay| Hint {
+            delay,
+            header,
+            value,
+        })
+    };
+    if let Some(hint) = hint("retry-after-ms", parse_millis) {
+        return Some(hint);
     }
     if let Some(value) = header_text(headers, RETRY_AFTER.as_str()) {
-        if let Some(seconds) = parse_seconds(value) {
-            return Some(seconds);
-        }
-        if let Ok(at) = httpdate::parse_http_date(value) {
+        let from_date = || {
+            let at = httpdate::parse_http_date(value).ok()?;
             let from = header_text(headers, DATE.as_str())
                 .and_then(|date| httpdate::parse_http_date(date).ok())
                 .unwrap_or(now);
-            return Some(at.duration_since(from).unwrap_or(Duration::ZERO));
+            Some(at.duration_since(from).unwrap_or(Duration::ZERO))
+        };
+        if let Some(delay) = parse_seconds(value).or_else(from_date) {
+            return Some(Hint {
+                delay,
+                header: "retry-after",
+                value,
+            });
         }
     }
-    if let Some(reset) = header_text(headers, "ratelimit")
-        .and_then(|field| ratelimit_param(field, "t"))
-        .and_then(parse_seconds)
-    {
-        return Some(reset);
+    if let Some(hint) = exhausted_hint(headers) {
+        return Some(hint);
     }
-    header_text(headers, "ratelimit-reset").and_then(parse_seconds)
+    if let Some(value) = header_text(headers, "ratelimit")
+        && let Some(delay) = ratelimit_param(value, "t").and_then(parse_seconds)
+    {
+        return Some(Hint {
+            delay,
+            header: "ratelimit",
+            value,
+        });
+    }
+    hint("ratelimit-reset", parse_seconds)
 }
 
 /// How long an answer's rate-limit fields say to wait because nothing is
 /// left: an IETF `RateLimit` field with `r=0` and a `t=`, the older
 /// draft's `ratelimit-remaining: 0` with `ratelimit-reset`, or OpenAI's
 /// `x-ratelimit-remaining-requests: 0` with `x-ratelimit-reset-requests`
-/// (`2s`, `6m0s`, `120ms`, or plain seconds).
+/// (`2s`, `6m0s`, `120ms`, or plain seconds). Read on every status: on an
+/// answer it starts a hold, on a `429` without `retry-after` it is the
+/// wait.
 pub(crate) fn exhausted(headers: &HeaderMap) -> Option<Duration> {
+    exhausted_hint(headers).map(|hint| hint.delay)
+}
+
+fn exhausted_hint(headers: &HeaderMap) -> Option<Hint<'_>> {
     // Most answers carry none of the headers read: no name need be parsed.
     if headers.is_empty() {
         return None;
     }
-    if let Some(field) = header_text(headers, "ratelimit")
-        && ratelimit_param(field, "r") == Some("0")
-        && let Some(reset) = ratelimit_param(field, "t").and_then(duration)
+    if let Some(value) = header_text(headers, "ratelimit")
+        && ratelimit_param(value, "r") == Some("0")
+        && let Some(delay) = ratelimit_param(value, "t").and_then(duration)
     {
-        return Some(reset);
+        return Some(Hint {
+            delay,
+            header: "ratelimit",
+            value,
+        });
     }
     for (remaining, reset) in [
         ("ratelimit-remaining", "ratelimit-reset"),
@@ -73,9 +113,14 @@ pub(crate) fn exhausted(headers: &HeaderMap) -> Option<Duration> {
         ),
     ] {
         if header_text(headers, remaining) == Some("0")
-            && let Some(reset) = header_text(headers, reset).and_then(duration)
+            && let Some(value) = header_text(headers, reset)
+            && let Some(delay) = duration(value)
         {
-            return Some(reset);
+            return Some(Hint {
+                delay,
+                header: reset,
+                value,
+            });
         }
     }
     None
@@ -92,7 +137,7 @@ fn parse_seconds(value: &str) -> Option<Duration> {
 }
 
 /// Milliseconds, possibly fractional (`1500`, `250.5`), as some engines send
-/// in `retry-after-ms`.
+/// in `retry-after-ms`. Absurd values saturate.
 fn parse_millis(value: &str) -> Option<Duration> {
     let value = value.trim();
     let digits_and_dot = value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
@@ -100,7 +145,13 @@ fn parse_millis(value: &str) -> Option<Duration> {
         return None;
     }
     let ms: f64 = value.parse().ok()?;
-    Duration::try_from_secs_f64(ms / 1000.0).ok()
+    Some(saturating_seconds(ms / 1000.0))
+}
+
+/// A number of seconds parsed from digits (never negative or NaN): the
+/// duration, or the longest one when it does not fit.
+fn saturating_seconds(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
 }
 
 /// A parameter of an IETF `RateLimit` field (`"default";r=0;t=30`): `r`
@@ -136,7 +187,7 @@ fn duration(text: &str) -> Option<Duration> {
             .into_iter()
             .find(|(unit, _)| rest.starts_with(unit))?;
         rest = &rest[unit.len()..];
-        total = total.checked_add(Duration::try_from_secs_f64(number * seconds).ok()?)?;
+        total = total.saturating_add(saturating_seconds(number * seconds));
     }
     Some(total)
 }
@@ -146,13 +197,14 @@ mod tests {
     use super::*;
     use crate::refusal::evidence::header_map as headers;
 
+    fn delay(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+        retry_hint(headers, now).map(|hint| hint.delay)
+    }
+
     #[test]
     fn delay_seconds_are_a_delay() {
         let h = headers(&[("retry-after", "120")]);
-        assert_eq!(
-            retry_delay(&h, SystemTime::now()),
-            Some(Duration::from_secs(120))
-        );
+        assert_eq!(delay(&h, SystemTime::now()), Some(Duration::from_secs(120)));
     }
 
     #[test]
@@ -162,7 +214,7 @@ mod tests {
             ("date", "Sun, 29 Nov 2026 07:13:00 GMT"),
         ]);
         assert_eq!(
-            retry_delay(&h, SystemTime::UNIX_EPOCH),
+            delay(&h, SystemTime::UNIX_EPOCH),
             Some(Duration::from_secs(900))
         );
     }
@@ -170,14 +222,14 @@ mod tests {
     #[test]
     fn a_date_in_the_past_is_zero() {
         let h = headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]);
-        assert_eq!(retry_delay(&h, SystemTime::now()), Some(Duration::ZERO));
+        assert_eq!(delay(&h, SystemTime::now()), Some(Duration::ZERO));
     }
 
     #[test]
     fn retry_after_ms_wins_and_may_be_fractional() {
         let h = headers(&[("retry-after", "9"), ("retry-after-ms", "1500.5")]);
         assert_eq!(
-            retry_delay(&h, SystemTime::now()),
+            delay(&h, SystemTime::now()),
             Some(Duration::from_micros(1_500_500))
         );
     }
@@ -185,15 +237,39 @@ mod tests {
     #[test]
     fn a_ratelimit_reset_is_the_fallback() {
         let h = headers(&[("ratelimit", "\"default\";r=0;t=42")]);
-        assert_eq!(
-            retry_delay(&h, SystemTime::now()),
-            Some(Duration::from_secs(42))
-        );
+        assert_eq!(delay(&h, SystemTime::now()), Some(Duration::from_secs(42)));
         let h = headers(&[("ratelimit-reset", "7")]);
-        assert_eq!(
-            retry_delay(&h, SystemTime::now()),
-            Some(Duration::from_secs(7))
-        );
+        assert_eq!(delay(&h, SystemTime::now()), Some(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn a_429_without_retry_after_waits_for_its_rate_limit_fields() {
+        let h = headers(&[
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "6m0s"),
+        ]);
+        let hint = retry_hint(&h, SystemTime::now()).expect("a hint");
+        assert_eq!(hint.delay, Duration::from_secs(360));
+        assert_eq!(hint.header, "x-ratelimit-reset-requests");
+        assert_eq!(hint.value, "6m0s");
+    }
+
+    #[test]
+    fn the_hint_names_the_header_whose_value_was_used() {
+        let h = headers(&[("retry-after", "1"), ("retry-after-ms", "250")]);
+        let hint = retry_hint(&h, SystemTime::now()).expect("a hint");
+        assert_eq!(hint.delay, Duration::from_millis(250));
+        assert_eq!((hint.header, hint.value), ("retry-after-ms", "250"));
+    }
+
+    #[test]
+    fn absurd_waits_saturate_instead_of_failing() {
+        let huge = "9".repeat(400);
+        assert_eq!(parse_millis(&huge), Some(Duration::MAX));
+        assert_eq!(duration(&format!("{huge}h")), Some(Duration::MAX));
+        assert_eq!(duration(&format!("{huge}h{huge}m")), Some(Duration::MAX));
+        let h = headers(&[("ratelimit", "\"d\";r=0;t=99999999999999999999")]);
+        assert_eq!(exhausted(&h), Some(Duration::from_secs(u64::MAX)));
     }
 
     #[test]
@@ -246,11 +322,11 @@ mod tests {
     fn malformed_values_are_no_delay() {
         for bad in ["soon", "-5", "1e3", "12 seconds", "", "Sun, 99 Foo 2026"] {
             let h = headers(&[("retry-after", bad), ("retry-after-ms", bad)]);
-            assert_eq!(retry_delay(&h, SystemTime::now()), None, "{bad:?}");
+            assert_eq!(delay(&h, SystemTime::now()), None, "{bad:?}");
         }
         let h = headers(&[("retry-after", "99999999999999999999999")]);
         assert_eq!(
-            retry_delay(&h, SystemTime::now()),
+            delay(&h, SystemTime::now()),
             Some(Duration::from_secs(u64::MAX))
         );
     }

@@ -48,8 +48,9 @@ fn first_line(text: &str) -> &str {
 }
 
 /// The message of the common JSON error shapes: RFC 9457 problem details
-/// (`title`, `detail`), `{"error": {"message": …}}`, `{"error": "…"}`,
-/// `{"message": …}`, `{"detail": …}`.
+/// (`title`, `detail`), `{"error": {"message": …}}`, `{"error": "<code>",
+/// "error_description" | "message": "…"}` (OAuth, Express), `{"error":
+/// "…"}`, `{"message": …}`, `{"detail": …}`.
 pub(crate) fn json_message(text: &str) -> Option<String> {
     let trimmed = text.trim_start();
     if !trimmed.starts_with('{') {
@@ -67,8 +68,17 @@ pub(crate) fn json_message(text: &str) -> Option<String> {
         if let Some(message) = text_at(error, "message") {
             return Some(message);
         }
-        if let Some(message) = error.as_str().filter(|s| !s.trim().is_empty()) {
-            return Some(message.trim().to_owned());
+        if let Some(code) = error.as_str().map(str::trim).filter(|s| !s.is_empty()) {
+            // A string `error` is a code (OAuth's `invalid_token`, RFC 6749
+            // §5.2; an Express app's `SyntaxError`); the sentence beside it
+            // is what the engine said.
+            let beside = ["error_description", "message", "detail"]
+                .into_iter()
+                .find_map(|key| text_at(&value, key));
+            return Some(match beside {
+                Some(sentence) => format!("{sentence} ({code})"),
+                None => code.to_owned(),
+            });
         }
     }
     match (text_at(&value, "title"), text_at(&value, "detail")) {
@@ -224,6 +234,28 @@ mod tests {
             engine_words(std::str::from_utf8(problem).unwrap(), &concealer).as_deref(),
             Some("Payment Required: top up")
         );
+    }
+
+    #[test]
+    fn the_sentence_beside_a_string_error_is_the_words_with_the_code() {
+        let concealer = Concealer::new([]);
+        for (body, words) in [
+            (
+                r#"{"error": "invalid_token", "error_description": "The access token expired"}"#,
+                "The access token expired (invalid_token)",
+            ),
+            (
+                r#"{"error": "SyntaxError", "message": "Unexpected token } in JSON at position 12"}"#,
+                "Unexpected token } in JSON at position 12 (SyntaxError)",
+            ),
+            (r#"{"error": "quota exceeded"}"#, "quota exceeded"),
+        ] {
+            assert_eq!(
+                engine_words(body, &concealer).as_deref(),
+                Some(words),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -50,3 +50,30 @@ pub fn body_of(request: &[u8]) -> &[u8] {
         .position(|w| w == b"\r\n\r\n")
         .map_or(&[], |at| &request[at + 4..])
 }
+
+/// A loopback server of one's own: each of at most `connections`
+/// connections has its request read, then is handed to `answer`, which
+/// writes what the case needs (a stall, a reset, bytes no mock server
+/// sends). Returns the `http://127.0.0.1:port` address; the server stops by
+/// itself after its last connection.
+pub async fn answering<F, Fut>(connections: usize, answer: F) -> String
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let address = format!("http://{}", listener.local_addr().expect("an address"));
+    tokio::spawn(async move {
+        for _ in 0..connections {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            if read_request(&mut stream).await.is_some() {
+                tokio::spawn(answer(stream));
+            }
+        }
+    });
+    address
+}

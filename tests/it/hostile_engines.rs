@@ -1,0 +1,498 @@
+//! No engine can crash, brick or mislead the transport: a number too large
+//! for any clock, rate-limit fields on the wrong status, two retry hints at
+//! once, error shapes other clients write, an answer that fails after its
+//! head, a proxy that is down, and a caller's option that holds a secret.
+//! Each case is an engine on loopback that answers as a hostile (or just
+//! unusual) one would, and each counts the requests it received.
+
+use std::time::Duration;
+
+use meterwire::{BuildError, Cause, HttpTransport, Refusal, Report};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::raw_http::answering;
+use crate::support::{GUARD, SCOPE, TOKEN, assert_refusal_shape, builder_for, transport_for};
+
+/// Far more seconds than any clock holds: `Instant + Duration` panics on it.
+const HUGE: &str = "99999999999999999999999999999999999";
+
+/// An engine that answers `response` to exactly `expected` requests.
+async fn engine(response: ResponseTemplate, expected: u64) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(response)
+        .expect(expected)
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn refused(transport: &HttpTransport) -> Refusal {
+    tokio::time::timeout(GUARD, transport.send("{}"))
+        .await
+        .expect("the send ends by itself")
+        .expect_err("a refusal")
+}
+
+#[track_caller]
+fn assert_round_trips(refusal: &Refusal) {
+    let json = refusal.report().to_json();
+    let back: Report = serde_json::from_str(&json).expect("the report parses");
+    assert_eq!(back.refusal(), refusal, "{json}");
+}
+
+// ---------------------------------------------------------------------------
+// Numbers too large for any clock.
+
+#[tokio::test]
+async fn a_retry_after_too_long_for_any_clock_is_a_refusal_then_a_capped_hold() {
+    let server = engine(
+        ResponseTemplate::new(429).insert_header("retry-after", HUGE),
+        1,
+    )
+    .await;
+    let transport = transport_for(&server.uri(), SCOPE);
+
+    let first = refused(&transport).await;
+    assert_eq!(first.cause(), Cause::EngineOverQuota);
+    assert_eq!(first.status(), Some(429));
+    // The engine's wait as sent, saturated to what fits.
+    assert_eq!(first.retry_after(), Some(Duration::from_secs(u64::MAX)));
+    assert!(first.reason().contains(&format!("retry after {HUGE}")));
+    assert_round_trips(&first);
+
+    let held = refused(&transport).await;
+    assert_eq!(held.cause(), Cause::EngineOverQuota);
+    assert_eq!(held.attempts(), 0, "not sent");
+    let left = held.retry_after().expect("the time left");
+    assert!(left <= Duration::from_secs(24 * 3600), "{left:?}");
+    assert!(left > Duration::from_secs(23 * 3600), "{left:?}");
+    assert!(
+        held.reason()
+            .contains("longer than the longest hold this transport keeps, so the hold was cut to"),
+        "{}",
+        held.reason()
+    );
+    assert_refusal_shape(&held);
+    assert_eq!(transport.meter().held(), 1);
+}
+
+#[tokio::test]
+async fn rate_limit_fields_too_long_for_any_clock_hold_for_the_ceiling() {
+    for headers in [
+        vec![("ratelimit", format!("\"d\";r=0;t={HUGE}"))],
+        vec![
+            ("ratelimit-remaining", "0".to_owned()),
+            ("ratelimit-reset", HUGE.to_owned()),
+        ],
+    ] {
+        let mut answer = ResponseTemplate::new(200).set_body_string("{}");
+        for (name, value) in &headers {
+            answer = answer.insert_header(*name, value.as_str());
+        }
+        let server = engine(answer, 1).await;
+        let transport = builder_for(&server.uri(), SCOPE)
+            .max_hold(Duration::from_secs(60))
+            .build()
+            .expect("builds");
+        transport
+            .send("{}")
+            .await
+            .expect("an answer, whatever its headers say");
+        let held = refused(&transport).await;
+        assert_eq!(held.cause(), Cause::EngineOverQuota, "{headers:?}");
+        let left = held.retry_after().expect("the time left");
+        assert!(left <= Duration::from_secs(60), "{headers:?}: {left:?}");
+        assert!(
+            held.reason().contains("cut to 1 min"),
+            "{headers:?}: {}",
+            held.reason()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_deadline_too_long_for_any_clock_still_sends() {
+    let server = engine(ResponseTemplate::new(200).set_body_string("{}"), 2).await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .deadline(Duration::MAX)
+        .latch(Duration::MAX)
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("an answer");
+    transport
+        .call("{}")
+        .deadline(Duration::MAX)
+        .send()
+        .await
+        .expect("an answer");
+}
+
+// ---------------------------------------------------------------------------
+// Holds that start where the engine says so.
+
+#[tokio::test]
+async fn a_429_with_only_rate_limit_fields_holds_for_their_reset() {
+    // OpenAI's usual 429: no retry-after, the reset in its own header.
+    let server = engine(
+        ResponseTemplate::new(429)
+            .insert_header("x-ratelimit-remaining-requests", "0")
+            .insert_header("x-ratelimit-reset-requests", "6m0s")
+            .set_body_string(
+                r#"{"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}"#,
+            ),
+        1,
+    )
+    .await;
+    let transport = transport_for(&server.uri(), SCOPE);
+    let first = refused(&transport).await;
+    assert_eq!(first.retry_after(), Some(Duration::from_secs(360)));
+    assert!(
+        first
+            .reason()
+            .contains("retry after 6 min (x-ratelimit-reset-requests: 6m0s)"),
+        "{}",
+        first.reason()
+    );
+    for _ in 0..2 {
+        let held = refused(&transport).await;
+        assert_eq!(held.attempts(), 0, "{}", held.reason());
+    }
+    let meter = transport.meter();
+    assert_eq!((meter.sends(), meter.attempts(), meter.held()), (3, 1, 2));
+}
+
+#[tokio::test]
+async fn a_latched_refusal_names_its_subject_once() {
+    let server = engine(ResponseTemplate::new(401), 1).await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .latch(Duration::from_secs(60))
+        .build()
+        .expect("builds");
+    refused(&transport).await;
+    let latched = refused(&transport).await;
+    let subject = format!("scope \"{SCOPE}\": engine at");
+    assert_eq!(
+        latched.reason().matches(&subject).count(),
+        1,
+        "{}",
+        latched.reason()
+    );
+    assert!(latched.reason().contains("latched, not sent"));
+    assert!(latched.reason().contains("answered HTTP 401"));
+    assert_refusal_shape(&latched);
+}
+
+// ---------------------------------------------------------------------------
+// Words that point where the wire does.
+
+#[tokio::test]
+async fn the_reason_quotes_the_retry_header_whose_value_was_used() {
+    let server = engine(
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "1")
+            .insert_header("retry-after-ms", "250"),
+        1,
+    )
+    .await;
+    let refusal = refused(&transport_for(&server.uri(), SCOPE)).await;
+    assert_eq!(refusal.retry_after(), Some(Duration::from_millis(250)));
+    assert!(
+        refusal
+            .reason()
+            .contains("retry after 0.250 s (retry-after-ms: 250)"),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        !refusal.reason().contains("retry after 1;"),
+        "{}",
+        refusal.reason()
+    );
+    assert!(refusal.remedy().contains("0.250 s"), "{}", refusal.remedy());
+}
+
+#[tokio::test]
+async fn a_string_error_is_quoted_with_the_sentence_beside_it() {
+    for (status, body, words) in [
+        (
+            401,
+            r#"{"error": "invalid_token", "error_description": "The access token expired"}"#,
+            "the engine said: \"The access token expired (invalid_token)\"",
+        ),
+        (
+            400,
+            r#"{"error": "SyntaxError", "message": "Unexpected token } in JSON at position 12"}"#,
+            "the engine said: \"Unexpected token } in JSON at position 12 (SyntaxError)\"",
+        ),
+    ] {
+        let server = engine(ResponseTemplate::new(status).set_body_string(body), 1).await;
+        let refusal = refused(&transport_for(&server.uri(), SCOPE)).await;
+        assert!(refusal.reason().contains(words), "{}", refusal.reason());
+    }
+}
+
+#[tokio::test]
+async fn a_408_or_425_says_the_engine_waited_or_was_asked_too_early() {
+    for (status, says) in [
+        (408, "timed out waiting for the request"),
+        (425, "sent this early"),
+    ] {
+        let server = engine(ResponseTemplate::new(status), 1).await;
+        let refusal = refused(&transport_for(&server.uri(), SCOPE)).await;
+        assert!(refusal.reason().contains(says), "{}", refusal.reason());
+        assert!(
+            !refusal.reason().contains("refused the request itself"),
+            "{}",
+            refusal.reason()
+        );
+        assert!(
+            refusal.remedy().starts_with("try again later"),
+            "{}",
+            refusal.remedy()
+        );
+    }
+}
+
+/// Writes a `200` head promising `declared` bytes, then `sent` of them.
+async fn answer_then(mut stream: TcpStream, declared: usize, sent: &[u8], then: After) {
+    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {declared}\r\n\r\n");
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(sent).await;
+    let _ = stream.flush().await;
+    match then {
+        After::Stall => tokio::time::sleep(GUARD).await,
+        After::Close => drop(stream),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum After {
+    Stall,
+    Close,
+}
+
+#[tokio::test]
+async fn a_failure_after_a_2xx_head_keeps_the_status_and_says_how_far_it_got() {
+    let stall = answering(1, |stream| {
+        answer_then(stream, 100, b"{\"partial\":", After::Stall)
+    })
+    .await;
+    let reset = answering(1, |stream| {
+        answer_then(stream, 100, b"{\"partial\":", After::Close)
+    })
+    .await;
+    let not_text = answering(1, |stream| {
+        answer_then(stream, 4, b"\xff\xfe{}", After::Close)
+    })
+    .await;
+    let over = answering(1, |stream| {
+        answer_then(stream, 4000, &[b'x'; 4000], After::Close)
+    })
+    .await;
+    for (address, says) in [
+        (
+            &stall,
+            "its body stopped after 11 bytes: no answer within 500 ms",
+        ),
+        (&reset, "after 11 bytes of the answer"),
+        (&not_text, "not UTF-8 text (4 bytes arrived)"),
+        (&over, "declares 4000 bytes, over the cap of 100 bytes"),
+    ] {
+        let transport = builder_for(address, SCOPE)
+            .deadline(Duration::from_millis(500))
+            .max_answer_bytes(100)
+            .build()
+            .expect("builds");
+        let refusal = refused(&transport).await;
+        assert_eq!(refusal.cause(), Cause::EngineUnreachable);
+        assert_eq!(refusal.status(), Some(200), "{}", refusal.reason());
+        assert!(
+            refusal.reason().contains("answered HTTP 200, but"),
+            "{}",
+            refusal.reason()
+        );
+        assert!(refusal.reason().contains(says), "{}", refusal.reason());
+        assert!(
+            !refusal.reason().contains("did not answer"),
+            "{}",
+            refusal.reason()
+        );
+        assert_refusal_shape(&refusal);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A proxy that fails is named, and the remedy points at it.
+
+fn dead_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("an address").port()
+}
+
+#[track_caller]
+fn assert_names_the_proxy(refusal: &Refusal, proxy: &str, says: &str) {
+    assert_eq!(refusal.cause(), Cause::EngineUnreachable);
+    assert!(refusal.reason().contains(says), "{}", refusal.reason());
+    assert!(
+        refusal.reason().contains(&format!("the proxy at {proxy}")),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.remedy().contains(&format!("the proxy {proxy}")),
+        "{}",
+        refusal.remedy()
+    );
+    assert!(
+        !refusal.remedy().contains("check that the engine"),
+        "{}",
+        refusal.remedy()
+    );
+    assert_refusal_shape(refusal);
+}
+
+#[tokio::test]
+async fn a_proxy_that_is_down_is_named_whatever_its_kind() {
+    let engine = engine(ResponseTemplate::new(200), 0).await;
+    // A SOCKS connector keeps the socket's error to itself: all it says is
+    // that the proxy could not be reached.
+    for (scheme, says) in [
+        ("http", "the proxy refused the connection"),
+        ("socks5", "the connection to the proxy could not be made"),
+        ("socks5h", "the connection to the proxy could not be made"),
+    ] {
+        let proxy = format!("{scheme}://127.0.0.1:{}", dead_port());
+        let transport = builder_for(&engine.uri(), SCOPE)
+            .proxy(proxy.as_str())
+            .build()
+            .expect("a proxy of this kind builds");
+        let refusal = refused(&transport).await;
+        assert_names_the_proxy(&refusal, &proxy, says);
+    }
+}
+
+#[tokio::test]
+async fn a_proxy_that_asks_for_credentials_is_named() {
+    const ASK: &[u8] = b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n";
+    // An `https` engine is reached through a CONNECT tunnel; a plain `http`
+    // one through the proxy itself, which answers 407 as a status.
+    for engine in ["https://127.0.0.1:1/v1", "http://127.0.0.1:1/v1"] {
+        let proxy = answering(1, |mut stream| async move {
+            let _ = stream.write_all(ASK).await;
+            let _ = stream.flush().await;
+        })
+        .await;
+        let transport = builder_for(engine, SCOPE)
+            .proxy(proxy.as_str())
+            .build()
+            .expect("builds");
+        let refusal = refused(&transport).await;
+        assert_names_the_proxy(&refusal, &proxy, "credentials");
+        assert!(
+            refusal.remedy().contains("credentials it asks for"),
+            "{}",
+            refusal.remedy()
+        );
+    }
+}
+
+/// A SOCKS5 proxy of one's own (RFC 1928: no authentication, `CONNECT` to
+/// an IPv4 address): enough to prove the transport speaks it.
+async fn socks5_proxy(connections: usize) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("an address");
+    tokio::spawn(async move {
+        for _ in 0..connections {
+            let Ok((mut client, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut greeting = [0u8; 2];
+                client.read_exact(&mut greeting).await.ok()?;
+                let mut methods = vec![0u8; usize::from(greeting[1])];
+                client.read_exact(&mut methods).await.ok()?;
+                client.write_all(&[5, 0]).await.ok()?;
+                let mut request = [0u8; 10];
+                client.read_exact(&mut request).await.ok()?;
+                let ip = std::net::Ipv4Addr::new(request[4], request[5], request[6], request[7]);
+                let port = u16::from_be_bytes([request[8], request[9]]);
+                let mut engine = TcpStream::connect((ip, port)).await.ok()?;
+                client
+                    .write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+                    .await
+                    .ok()?;
+                tokio::io::copy_bidirectional(&mut client, &mut engine)
+                    .await
+                    .ok()
+            });
+        }
+    });
+    format!("socks5://{address}")
+}
+
+#[tokio::test]
+async fn a_socks5_proxy_carries_the_request() {
+    let server = engine(
+        ResponseTemplate::new(200).set_body_string("{\"via\":\"socks\"}"),
+        1,
+    )
+    .await;
+    let proxy = socks5_proxy(1).await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .proxy(proxy.as_str())
+        .build()
+        .expect("builds");
+    let answer = tokio::time::timeout(GUARD, transport.send("{}"))
+        .await
+        .expect("ends")
+        .expect("an answer through the proxy");
+    assert_eq!(answer.text(), "{\"via\":\"socks\"}");
+}
+
+#[test]
+fn a_proxy_the_transport_cannot_speak_is_refused_naming_its_scheme() {
+    for proxy in ["ftp://proxy.example:21", "not a url"] {
+        let error = HttpTransport::builder(SCOPE)
+            .proxy(proxy)
+            .build()
+            .expect_err("refused");
+        assert!(matches!(error, BuildError::Proxy { .. }), "{error:?}");
+        let shown = error.to_string();
+        assert!(
+            shown.contains(proxy.split(':').next().unwrap_or(proxy)),
+            "{shown}"
+        );
+        assert!(shown.contains("socks5://"), "{shown}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// What a caller gave is shown concealed.
+
+#[test]
+fn debug_conceals_a_scope_or_header_name_built_from_the_token() {
+    let env = meterwire::Env::from_pairs([
+        ("CHANT_BEHAVIOUR_ENGINE", "http://127.0.0.1:9/v1"),
+        ("CHANT_BEHAVIOUR_TOKEN", TOKEN),
+    ]);
+    let builder = HttpTransport::builder(format!("scope-{TOKEN}"))
+        .env(env.clone())
+        .header(format!("x-{TOKEN}"), "1");
+    let shown = format!("{builder:?}");
+    assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(shown.contains("[redacted]"), "{shown}");
+
+    let transport = HttpTransport::builder(format!("scope-{TOKEN}"))
+        .env(env)
+        .build()
+        .expect("builds");
+    let call = transport.call("{}").header(format!("x-{TOKEN}"), "1");
+    for shown in [format!("{transport:?}"), format!("{call:?}")] {
+        assert!(!shown.contains(TOKEN), "{shown}");
+        assert!(shown.contains("[redacted]"), "{shown}");
+    }
+}
