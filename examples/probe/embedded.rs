@@ -56,6 +56,8 @@ struct Stage {
     env: Env,
     deadline: Duration,
     cap: u64,
+    /// A proxy every request of the row goes through.
+    proxy: Option<String>,
 }
 
 /// What a row came to.
@@ -131,6 +133,7 @@ pub async fn tour(
         env,
         deadline: ROW_DEADLINE,
         cap: meterwire::DEFAULT_MAX_ANSWER_BYTES,
+        proxy: None,
     };
     let offline = |row, expected, env| Stage {
         refused_before_sending: true,
@@ -176,6 +179,18 @@ pub async fn tour(
             pairs(&at("failing"), token),
         ),
         stage(
+            "request refused",
+            "HTTP 400",
+            Some(Cause::EngineUnreachable),
+            pairs(&at("malformed"), token),
+        ),
+        stage(
+            "no such path",
+            "HTTP 404",
+            Some(Cause::EngineUnreachable),
+            pairs(&at("nowhere"), token),
+        ),
+        stage(
             "redirect",
             "HTTP 302",
             Some(Cause::EngineUnreachable),
@@ -187,6 +202,15 @@ pub async fn tour(
             Some(Cause::EngineUnreachable),
             pairs(&format!("http://127.0.0.1:{refused_port}/v1"), token),
         ),
+        Stage {
+            proxy: Some(format!("http://127.0.0.1:{refused_port}")),
+            ..stage(
+                "proxy down",
+                "connection refused, at the proxy",
+                Some(Cause::EngineUnreachable),
+                pairs(&at("answer"), token),
+            )
+        },
         Stage {
             deadline: SHORT_DEADLINE,
             ..stage(
@@ -240,11 +264,15 @@ pub async fn tour(
 
     let mut walked = Vec::with_capacity(stages.len());
     for stage in stages {
-        let transport = HttpTransport::builder(scope)
+        let mut builder = HttpTransport::builder(scope)
             .naming(naming.clone())
             .env(stage.env.clone())
             .deadline(stage.deadline)
-            .max_answer_bytes(stage.cap)
+            .max_answer_bytes(stage.cap);
+        if let Some(proxy) = &stage.proxy {
+            builder = builder.proxy(proxy.as_str());
+        }
+        let transport = builder
             .build()
             .map_err(|error| Usage(crate::build_error(&error)))?;
         let outcome = if stage.refused_before_sending && transport.refusal().is_none() {
@@ -339,6 +367,13 @@ async fn stage_engine(engine: &MockServer, elsewhere: &MockServer) {
             "/failing",
             ResponseTemplate::new(503)
                 .set_body_raw("engine is restarting, try again shortly", "text/plain"),
+        ),
+        (
+            "/malformed",
+            json(
+                400,
+                r#"{"error":{"message":"'question' is a required property"}}"#.to_owned(),
+            ),
         ),
         (
             "/moved",

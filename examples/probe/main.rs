@@ -25,6 +25,11 @@ macro_rules! out {
 mod embedded;
 mod repeat;
 mod show;
+/// The crate's own bounds and taming, so that every cut the probe makes is
+/// the escape-aware one the library makes.
+#[allow(dead_code)]
+#[path = "../../src/text.rs"]
+mod text;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,6 +45,8 @@ use crate::show::Style;
 const EXIT_STATUSES: &str = "\
 Exit status:
   0  an answer (with --repeat or --embedded: the run completed)
+  1  with --repeat: some send never came back (its task panicked or was
+     lost); the summary counts them as lost
   2  a bad command line (an unknown option, an unreadable --body @FILE or
      --ca-cert, a naming or scope that cannot name variables)
   3  no-engine             no address, no usable token, or the token was rejected (401/403)
@@ -163,6 +170,9 @@ struct Usage(String);
 
 const EXIT_USAGE: u8 = 2;
 
+/// A `--repeat` run in which some send never came back.
+const EXIT_LOST: u8 = 1;
+
 /// The exit status of a refusal, by cause.
 fn exit_for(cause: Cause) -> ExitCode {
     ExitCode::from(match cause {
@@ -193,7 +203,11 @@ async fn run(args: Args) -> Result<ExitCode, Usage> {
             } else {
                 summary.print(&style);
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(if summary.completed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_LOST)
+            })
         }
         None => Ok(send_once(&transport, body, args.json, &style).await),
     }

@@ -4,17 +4,21 @@
 //! uses it: one connection pool, one armed header. C workers pull send
 //! numbers from a shared counter, so the run is bounded by N whatever C is,
 //! and it stops by itself when the counter passes N. The counts and the
-//! latency percentiles are the transport's own meter; the probe keeps only
-//! the first refusal of each cause, to show why.
+//! latency percentiles are the transport's own meter; the probe keeps the
+//! first and the last refusal of each cause, to show why. Every send is
+//! accounted for: one whose task panics is counted as lost, and a run with
+//! any lost send exits non-zero.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use meterwire::{Cause, HttpTransport, MeterSnapshot, Refusal};
+use futures_util::FutureExt;
+use meterwire::{Cause, HttpTransport, MeterSnapshot, Refusal, Report};
 use serde::Serialize;
 
 use crate::show::{self, Style};
@@ -34,12 +38,46 @@ pub struct Summary {
     concurrency: u64,
     answers: u64,
     refusals: BTreeMap<&'static str, u64>,
-    /// The first refusal of each cause, for prose: a count says how many,
-    /// the refusal says why.
-    first: Vec<Refusal>,
+    /// What the refusals of each cause said, first and last: a count says
+    /// how many, the refusal says why.
+    said: BTreeMap<Cause, Said>,
+    /// Sends that never came back: their task panicked or was lost. The
+    /// run did not complete if any did.
+    lost: u64,
     elapsed: Duration,
     /// The transport's meter at the end of the run.
     meter: MeterSnapshot,
+}
+
+/// The first and the last refusal of one cause, by the order they ended.
+struct Said {
+    first: (u64, Refusal),
+    last: (u64, Refusal),
+}
+
+impl Said {
+    fn new(at: u64, refusal: Refusal) -> Said {
+        Said {
+            first: (at, refusal.clone()),
+            last: (at, refusal),
+        }
+    }
+
+    fn merge(&mut self, other: Said) {
+        if other.first.0 < self.first.0 {
+            self.first = other.first;
+        }
+        if other.last.0 > self.last.0 {
+            self.last = other.last;
+        }
+    }
+}
+
+impl Summary {
+    /// Whether every send came back with an answer or a refusal.
+    pub fn completed(&self) -> bool {
+        self.lost == 0
+    }
 }
 
 pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency: u64) -> Summary {
@@ -56,26 +94,52 @@ pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency
             let next = next.clone();
             let done = done.clone();
             tokio::spawn(async move {
-                let mut first: HashMap<Cause, Refusal> = HashMap::new();
+                let mut said: HashMap<Cause, Said> = HashMap::new();
+                let mut lost = 0;
                 // At most `sends` increments are below `sends`: the bound.
                 while next.fetch_add(1, Ordering::Relaxed) < sends {
-                    if let Err(refusal) = transport.send(body.clone()).await {
-                        first.entry(refusal.cause()).or_insert(refusal);
+                    // A send that panics is counted, and the worker goes on
+                    // with the next one: the run accounts for every send.
+                    let outcome = AssertUnwindSafe(transport.send(body.clone()))
+                        .catch_unwind()
+                        .await;
+                    let at = done.fetch_add(1, Ordering::Relaxed);
+                    match outcome {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(refusal)) => {
+                            let cause = refusal.cause();
+                            let one = Said::new(at, refusal);
+                            match said.get_mut(&cause) {
+                                Some(said) => said.merge(one),
+                                None => {
+                                    said.insert(cause, one);
+                                }
+                            }
+                        }
+                        Err(_) => lost += 1,
                     }
-                    done.fetch_add(1, Ordering::Relaxed);
                 }
-                first
+                (said, lost)
             })
         })
         .collect();
 
-    let mut by_cause: HashMap<Cause, Refusal> = HashMap::new();
+    let mut said: BTreeMap<Cause, Said> = BTreeMap::new();
+    let mut lost = 0;
     for worker in workers {
-        // A worker only panics if the library does; the meter still counts
-        // what it sent.
-        let Ok(first) = worker.await else { continue };
-        for (cause, refusal) in first {
-            by_cause.entry(cause).or_insert(refusal);
+        // A worker that is itself lost takes nothing with it: the sends it
+        // did not report are counted from `done` below.
+        let Ok((theirs, their_lost)) = worker.await else {
+            continue;
+        };
+        lost += their_lost;
+        for (cause, one) in theirs {
+            match said.get_mut(&cause) {
+                Some(said) => said.merge(one),
+                None => {
+                    said.insert(cause, one);
+                }
+            }
         }
     }
     let elapsed = started.elapsed();
@@ -85,21 +149,21 @@ pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency
         // Clears the progress line so the summary starts on a clean one.
         eprint!("\r\x1b[2K");
     }
+    // Every send either ended (`done`) or was never reached because its
+    // worker was lost: those count as lost too.
+    lost += sends.saturating_sub(done.load(Ordering::Relaxed));
     let meter = transport.meter();
     let refusals: BTreeMap<&'static str, u64> = Cause::ALL
         .iter()
         .map(|cause| (cause.as_str(), meter.refusals(*cause)))
-        .collect();
-    let first = Cause::ALL
-        .iter()
-        .filter_map(|cause| by_cause.remove(cause))
         .collect();
     Summary {
         sent: meter.sends(),
         concurrency: concurrency.min(sends),
         answers: meter.answers(),
         refusals,
-        first,
+        said,
+        lost,
         elapsed,
         meter,
     }
@@ -142,10 +206,24 @@ pub struct SummaryJson<'a> {
     sent: u64,
     answers: u64,
     refusals: &'a BTreeMap<&'static str, u64>,
+    #[serde(skip_serializing_if = "is_zero")]
+    lost: u64,
     elapsed_ms: u64,
     requests_per_second: f64,
     latency_ms: LatencyJson,
     meter: &'a MeterSnapshot,
+    said: BTreeMap<&'static str, SaidJson>,
+}
+
+/// What the refusals of one cause said, first and last.
+#[derive(Serialize)]
+struct SaidJson {
+    first: Report,
+    last: Report,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -171,6 +249,18 @@ impl Summary {
                 max: self.percentile_ms(100),
             },
             meter: &self.meter,
+            said: self
+                .said
+                .iter()
+                .map(|(cause, said)| {
+                    let json = SaidJson {
+                        first: said.first.1.report(),
+                        last: said.last.1.report(),
+                    };
+                    (cause.as_str(), json)
+                })
+                .collect(),
+            lost: self.lost,
         }
     }
 
@@ -210,8 +300,16 @@ impl Summary {
             self.meter.attempts(),
             held
         );
-        for refusal in &self.first {
-            let cause = refusal.cause();
+        if self.lost > 0 {
+            out!(
+                "  {}      {} (their task panicked or was lost: the run did not complete)",
+                style.bad("lost"),
+                self.lost
+            );
+        }
+        for (cause, said) in &self.said {
+            let cause = *cause;
+            let refusal = &said.first.1;
             let count = self.refusals.get(cause.as_str()).copied().unwrap_or(0);
             out!(
                 "    {}  {count}  {}",

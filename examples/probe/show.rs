@@ -11,6 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use meterwire::{Answer, Cause, Refusal};
 
+use crate::text;
+
 /// How much of an answer prose shows; `--json` carries it whole.
 const ANSWER_SHOWN: usize = 2_000;
 
@@ -76,7 +78,9 @@ pub fn print_answer(answer: &Answer, elapsed_ms: u64, style: &Style) {
         answer.status()
     );
     let text = answer.text();
-    let shown = bound(text, ANSWER_SHOWN);
+    // The library's escape-aware bound: a cut inside `&#65` or `\u00` would
+    // leave a reader to decode a different character than the text held.
+    let shown = text::bound_whole(text, ANSWER_SHOWN);
     out!("{}", tame(shown, false));
     if shown.len() < text.len() {
         let more = text.len() - shown.len();
@@ -162,19 +166,16 @@ pub fn meaning(cause: Cause) -> &'static str {
     }
 }
 
-/// Control characters shown as escapes rather than obeyed; line breaks and
-/// tabs kept unless `one_line`.
+/// Control characters turned into spaces rather than obeyed, as the
+/// library tames engine text; line breaks kept unless `one_line`. Never
+/// into escapes: a raw CR written as `\r` beside a JSON `\n` would make a
+/// hard-wrapped form of the token the concealer never saw.
 pub fn tame(text: &str, one_line: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' | '\t' | '\r' if one_line => out.push(' '),
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => out.extend(c.escape_default()),
-            c => out.push(c),
-        }
+    if one_line {
+        return text::tame(text).into_owned();
     }
-    out
+    let lines: Vec<_> = text.split('\n').map(text::tame).collect();
+    lines.join("\n")
 }
 
 /// `text` broken at spaces into lines of at most `width` characters (a word
@@ -204,7 +205,7 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
                 continue;
             }
             // A word wider than the whole line: split it.
-            let head = bound(word, width);
+            let head = text::bound(word, width);
             lines.push(head.to_owned());
             word = &word[head.len()..];
             if word.is_empty() {
@@ -218,7 +219,7 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
     if lines.len() > max_lines {
         lines.truncate(max_lines);
         if let Some(last) = lines.last_mut() {
-            let kept = bound(last, width.saturating_sub(2)).trim_end();
+            let kept = text::bound(last, width.saturating_sub(2)).trim_end();
             *last = format!("{kept} …");
         }
     }
@@ -228,12 +229,4 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
 /// `text` padded with spaces to `width` characters (never cut).
 pub fn pad(text: &str, width: usize) -> String {
     format!("{text:<width$}")
-}
-
-/// `text` cut to at most `max_chars` characters, on a character boundary.
-fn bound(text: &str, max_chars: usize) -> &str {
-    match text.char_indices().nth(max_chars) {
-        Some((end, _)) => &text[..end],
-        None => text,
-    }
 }

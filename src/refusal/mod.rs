@@ -37,7 +37,18 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// Why a call did not end in an answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// Ordered as [`Cause::ALL`] lists them, so a set or map of causes reads
+/// in the wire table's order.
+///
+/// ```
+/// use std::collections::BTreeSet;
+/// use meterwire::Cause;
+///
+/// let seen: BTreeSet<Cause> = [Cause::EngineOverQuota, Cause::NoEngine].into();
+/// assert_eq!(seen.first(), Some(&Cause::NoEngine));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Cause {
     /// No engine to ask: no address, no usable token, or a token the engine

@@ -290,6 +290,7 @@ pub(crate) fn refusal_for_status(
                 // a request the engine refused for what it holds.
                 408 => "the engine timed out waiting for the request to arrive",
                 425 => "the engine would not risk processing a request sent this early (too early)",
+                404 | 405 | 410 => "the engine does not serve that path (or that method at it)",
                 400..=499 => "the engine refused the request itself",
                 500..=599 => "the engine failed while answering",
                 _ => "that is not an answer",

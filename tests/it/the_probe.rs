@@ -32,7 +32,7 @@ const HANG: Duration = Duration::from_secs(20);
 
 /// Every row the tour must walk, and the cause the contract gives it
 /// (`answer` for an answer).
-const TOUR_ROWS: [(&str, &str); 10] = [
+const TOUR_ROWS: [(&str, &str); 13] = [
     ("answer", "answer"),
     ("no token", "no-engine"),
     ("token rejected", "no-engine"),
@@ -40,6 +40,9 @@ const TOUR_ROWS: [(&str, &str); 10] = [
     ("out of credit", "engine-out-of-credit"),
     ("over quota", "engine-over-quota"),
     ("engine failing", "engine-unreachable"),
+    ("request refused", "engine-unreachable"),
+    ("no such path", "engine-unreachable"),
+    ("proxy down", "engine-unreachable"),
     ("redirect", "engine-unreachable"),
     ("connection refused", "engine-unreachable"),
     ("deadline", "engine-unreachable"),
@@ -657,6 +660,18 @@ async fn embedded_json_walks_every_row_with_the_contract_causes() {
     assert!(reason("deadline").is_some_and(|r| r.contains("no answer within")));
     assert!(reason("connection refused").is_some_and(|r| r.contains("connection refused")));
     assert_eq!(row("redirect")["redirectTargetRequests"], 0);
+    // Each remedy points where its wire does.
+    let remedy = |name: &str| {
+        row(name)["refusal"]["remedy"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(remedy("request refused").starts_with("fix the request"));
+    assert!(remedy("no such path").contains("an endpoint the engine serves"));
+    assert!(remedy("engine failing").starts_with("try again later"));
+    assert!(remedy("proxy down").contains("the proxy http://127.0.0.1:"));
+    assert!(reason("proxy down").is_some_and(|r| r.contains("the proxy refused the connection")));
 }
 
 #[tokio::test]
@@ -798,4 +813,95 @@ async fn a_redirect_target_receives_nothing_from_a_single_send() {
     assert_eq!(run.status, 4, "{}", run.all());
     assert_eq!(run.json()["refusal"]["status"], 302);
     assert!(received(&target).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_repeat_run_against_an_engine_asking_for_forever_accounts_for_every_send() {
+    // Once a panic in the library: every send is a refusal now, and the
+    // run says so.
+    let server = engine_expecting(
+        1,
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "99999999999999999999999999999999999"),
+    )
+    .await;
+    let run = probe_at(&server, &["--repeat", "3", "--json"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let doc = run.json();
+    assert_eq!(doc["sent"], 3, "{doc}");
+    assert_eq!(doc["refusals"]["engine-over-quota"], 3, "{doc}");
+    assert!(doc.get("lost").is_none(), "{doc}");
+    assert_eq!(doc["meter"]["held"], 2, "{doc}");
+}
+
+#[tokio::test]
+async fn repeat_json_says_what_the_first_and_the_last_refusal_of_each_cause_said() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(json_response(503, r#"{"error":"first"}"#))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(json_response(503, r#"{"error":"later"}"#))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let run = probe_at(&server, &["--repeat", "4", "--json"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let doc = run.json();
+    let said = &doc["said"]["engine-unreachable"];
+    let reason = |which: &str| {
+        said[which]["refusal"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(said["first"]["behaviour"], "v1", "{doc}");
+    assert!(reason("first").contains("\"first\""), "{doc}");
+    assert!(reason("last").contains("\"later\""), "{doc}");
+    assert!(doc["said"].get("no-engine").is_none(), "{doc}");
+}
+
+#[tokio::test]
+async fn prose_never_cuts_an_answer_inside_an_escape() {
+    // Cut at 2,000 characters, `&#65;…` would end `&#65`: a reader of HTML
+    // decodes it to `A` and the echo before it to the token.
+    let token = "Qz7kP2mA";
+    let answer = format!(
+        "{}&#81;&#122;&#55;&#107;&#80;&#50;&#109;&#655; more",
+        "w".repeat(1958)
+    );
+    let server = engine(ResponseTemplate::new(200).set_body_string(answer)).await;
+    let vars = [
+        (ENGINE_VAR, format!("{}/v1", server.uri())),
+        (TOKEN_VAR, token.to_owned()),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = probe(&[], &vars).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let shown = run.stdout.lines().nth(1).unwrap_or_default();
+    assert!(shown.ends_with("&#109;"), "{shown:?}");
+    assert!(run.stdout.contains("more bytes (--json prints it whole)"));
+}
+
+#[tokio::test]
+async fn prose_never_turns_a_control_character_into_an_escape() {
+    // A raw CR beside a JSON `\n`: written as `\r`, the two would read as
+    // the token broken by one JSON-escaped CRLF.
+    let token = "mw_live_4f9zQx7Kp2LmN8vR3t";
+    let server = engine(
+        ResponseTemplate::new(200)
+            .set_body_bytes(&b"{\"a\":\"mw_live_4f9z\r\\nQx7Kp2LmN8vR3t\"}"[..]),
+    )
+    .await;
+    let vars = [
+        (ENGINE_VAR, format!("{}/v1", server.uri())),
+        (TOKEN_VAR, token.to_owned()),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = probe(&[], &vars).await;
+    assert!(!run.stdout.contains("\\r\\n"), "{}", run.stdout);
+    assert!(!run.stdout.contains('\r'), "{:?}", run.stdout);
 }
