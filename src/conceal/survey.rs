@@ -19,9 +19,9 @@
 //! the text's joined view drops (a view joins it together with JSON breaks
 //! it decodes, which no joined view of the text does).
 
+use super::breaks::LoneBreaks;
 use super::patterns::Search;
 use super::positions::Positions;
-use super::views::LoneBreaks;
 use memchr::{memchr2, memchr3};
 
 /// What the pass finds.
@@ -96,10 +96,10 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
             }
             _ => {}
         }
-        let (relevant, breaks, end) = search.seed_at(text, p);
-        survey.relevant |= relevant;
-        if relevant || breaks {
-            push_merged(&mut survey.seeds, (p, end), text, &search.separator);
+        let seed = search.seed_at(text, p);
+        survey.relevant |= seed.relevant;
+        if seed.relevant || seed.line_break {
+            push_merged(&mut survey.seeds, (p, seed.end), text, &search.separator);
         }
     });
     survey

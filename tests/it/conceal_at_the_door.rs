@@ -11,6 +11,7 @@ use meterwire::{Cause, Env, HttpTransport, REDACTED, Refusal};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::forms::wrap;
 use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR};
 
 async fn refusal_with(token: &str, response: ResponseTemplate) -> Refusal {
@@ -269,14 +270,6 @@ fn random_tokens_echoed_anywhere_come_out_nowhere() {
     if let Err(failure) = result {
         panic!("{failure}");
     }
-}
-
-fn wrap(text: &str, width: usize, line_break: &str) -> String {
-    text.as_bytes()
-        .chunks(width)
-        .map(|line| std::str::from_utf8(line).expect("base64 is ASCII"))
-        .collect::<Vec<_>>()
-        .join(line_break)
 }
 
 /// CONTRACT §5 "Forms across lines", through `send`: base64 wrapped at any
