@@ -234,11 +234,36 @@ const BASE64_STD: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 const BASE64_URL: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// Line breaks a secret or its encoding can be broken by: raw, JSON, and
-/// (read only in a view) percent, HTML and `\u` ones; a blank line and an
+/// (read only in a view) percent, HTML and `\u` ones, and breaks written
+/// half raw and half escaped; a blank line, raw or escaped, and an
 /// indented one, which join nothing.
-const BREAKS: [&str; 16] = [
-    "\n", "\r\n", "\\n", "\\r\\n", "\n", "\\n", "\r", "\\r", "%0A", "%0D%0A", "&#10;", "&#xA;",
-    "\\u000A", "\\u000a", "\n\n", "\n  ",
+const BREAKS: [&str; 26] = [
+    "\n",
+    "\r\n",
+    "\\n",
+    "\\r\\n",
+    "\n",
+    "\\n",
+    "\r",
+    "\\r",
+    "%0A",
+    "%0D%0A",
+    "&#10;",
+    "&#xA;",
+    "\\u000A",
+    "\\u000a",
+    "\\u000d\\u000a",
+    "&#13;&#10;",
+    "&NewLine;",
+    "\\x0a",
+    "\r\\n",
+    "\\r\n",
+    "\r%0A",
+    "%0D\n",
+    "\n\n",
+    "\n  ",
+    "\\u000a\\u000a",
+    "%0A%0A",
 ];
 
 /// Line breaks base64 is wrapped with.

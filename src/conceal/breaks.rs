@@ -8,7 +8,9 @@
 //! between two bytes that are neighbours in some pattern can be inside a
 //! hit, which keeps joined views rare and exact.
 
+use super::escapes::{Decoded, char_ref, json_escape, lenient_escape, percent_escape};
 use super::positions::Positions;
+use crate::text::syntax::LONGEST_ESCAPE;
 
 /// The line break that starts at `p`, as its length: `\r\n`, `\n` or `\r`,
 /// raw or JSON-escaped (a backslash and `n`, `r`, or both pairs).
@@ -30,6 +32,52 @@ pub(super) fn break_ending_at(hay: &[u8], p: usize) -> Option<usize> {
         .into_iter()
         .find(|s| ends(s))
         .map(<[u8]>::len)
+}
+
+/// One line break written two ways, raw and escaped: a raw `\r` before an
+/// escape of `\n` (`\r\\n`, `\r%0A`), or an escape of `\r` before a raw
+/// `\n` (`\\r\n`, `&#13;\n`), as the source span of both. Neither the
+/// text's joined views (which read one kind of break each) nor a seed
+/// (which an escape of `\n` or `\r` alone is not) sees it as one break,
+/// so the survey seeds it: a decoded view reads it as `\r\n`, and its
+/// joined view joins the lines around it.
+pub(super) fn mixed_break(text: &[u8], p: usize) -> Option<(usize, usize)> {
+    match *text.get(p)? {
+        b'\r' if text.get(p + 1) != Some(&b'\n') => {
+            escape_of(text, p + 1, b'\n').map(|len| (p, p + 1 + len))
+        }
+        b'\n' if p > 0 && text.get(p - 1) != Some(&b'\r') => {
+            // An escape of `\r` ends in one of these (`\r`, `%0D`,
+            // `\u000d`, `&#13`, `&#xD;`, `\u{d}`): most bytes before a
+            // break rule one out at once.
+            if !text
+                .get(p - 1)
+                .is_some_and(|b| matches!(b, b'r' | b'd' | b'D' | b'3' | b';' | b'}'))
+            {
+                return None;
+            }
+            (p.saturating_sub(LONGEST_ESCAPE)..p)
+                .find(|&q| escape_of(text, q, b'\r') == Some(p - q))
+                .map(|q| (q, p + 1))
+        }
+        _ => None,
+    }
+}
+
+/// The length of the escape at `p` that some reading decodes to the byte
+/// `want`, if one does.
+fn escape_of(text: &[u8], p: usize, want: u8) -> Option<usize> {
+    if !matches!(text.get(p), Some(b'\\' | b'%' | b'&')) {
+        return None;
+    }
+    [json_escape, lenient_escape, percent_escape, char_ref]
+        .into_iter()
+        .filter_map(|decode| decode(text, p))
+        .find(|&(_, decoded)| match decoded {
+            Decoded::Byte(b) => b == want,
+            Decoded::Char(c) => u32::from(c) == u32::from(want),
+        })
+        .map(|(len, _)| len)
 }
 
 /// The line breaks a joined view of `src` drops ([`View::join`]), as
@@ -97,5 +145,34 @@ impl LoneBreaks {
     #[inline]
     fn break_at(&self, hay: &[u8], p: usize) -> Option<usize> {
         line_break(hay, p).filter(|_| (hay.get(p) == Some(&b'\\')) == self.escaped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_break_written_half_raw_and_half_escaped_is_one_break() {
+        for (text, span) in [
+            (&b"ab\r\\ncd"[..], (2, 5)),
+            (b"ab\r%0Acd", (2, 6)),
+            (b"ab\r&#10;cd", (2, 8)),
+            (b"ab\\r\ncd", (2, 5)),
+            (b"ab%0d\ncd", (2, 6)),
+            (b"ab&#13;\ncd", (2, 8)),
+            (b"ab\\u000D\ncd", (2, 9)),
+        ] {
+            let p = text.iter().position(|&b| b == b'\r' || b == b'\n');
+            let p = p.unwrap_or_default();
+            assert_eq!(mixed_break(text, p), Some(span), "{text:?}");
+        }
+        // A raw CRLF, a break beside nothing escaped, and LF then CR (two
+        // breaks: a blank line) are not.
+        assert_eq!(mixed_break(b"ab\r\ncd", 2), None);
+        assert_eq!(mixed_break(b"ab\r\ncd", 3), None);
+        assert_eq!(mixed_break(b"and\nso", 3), None);
+        assert_eq!(mixed_break(b"ab\n\\rcd", 2), None);
+        assert_eq!(mixed_break(b"ab\r\\tcd", 2), None);
     }
 }

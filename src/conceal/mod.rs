@@ -245,9 +245,9 @@ impl Concealer {
         let mut spans = Spans::new(text);
         let bytes = text.as_bytes();
         scan(search, bytes, &Raw, &mut spans);
-        let survey = survey(search, bytes);
         match decoding {
             Decoding::Windows => {
+                let survey = survey(search, bytes);
                 for (escaped, joins) in [(false, &survey.raw_joins), (true, &survey.escaped_joins)]
                 {
                     for (start, end) in windows(bytes, joins, &search.separator) {
@@ -255,7 +255,7 @@ impl Concealer {
                         scan_joined(search, window, escaped, &Window(start), &mut spans);
                     }
                 }
-                if !survey.relevant {
+                if survey.seeds.is_empty() {
                     return spans.replace();
                 }
                 let mut seeds = survey.seeds;
@@ -268,11 +268,10 @@ impl Concealer {
             }
             #[cfg(any(test, fuzzing))]
             Decoding::Whole => {
+                // Every view, whatever the survey found: the reference the
+                // survey's seeds are checked against too.
                 for escaped in [false, true] {
                     scan_joined(search, bytes, escaped, &Window(0), &mut spans);
-                }
-                if !survey.relevant {
-                    return spans.replace();
                 }
                 views_of(search, bytes, 0, &mut spans);
             }

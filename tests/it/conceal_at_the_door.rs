@@ -346,3 +346,60 @@ async fn unknown_escapes_are_read_as_a_lenient_reader_reads_them() {
         );
     }
 }
+
+/// A token hard-wrapped by a line break that is itself escaped (`\u000a`,
+/// `%0A`, `&#10;`, a raw CR beside a JSON `\n`) reads, to a JSON, URL or
+/// HTML reader, as the token broken by one line break: through `send`, in
+/// a `401`'s words and in an answer alike, the whole occurrence is one
+/// `[redacted]`.
+#[tokio::test]
+async fn a_token_broken_by_an_escaped_line_break_never_reaches_a_reader() {
+    use crate::support::forms::{ESCAPED_BREAKS, MIXED_TOKEN, assert_no_form};
+
+    let refusal = refusal_with(
+        MIXED_TOKEN,
+        ResponseTemplate::new(401)
+            .set_body_string(r"key mw_live_4f+\u000aAb/9zQ7vX2kP9zR4tL8wN rejected"),
+    )
+    .await;
+    assert!(
+        refusal
+            .reason()
+            .contains(&format!("key {REDACTED} rejected")),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        !shown(&refusal).contains("mw_live_4f"),
+        "{}",
+        shown(&refusal)
+    );
+
+    let engine = MockServer::start().await;
+    let transport = crate::support::builder_for(&engine.uri(), SCOPE)
+        .env(Env::from_pairs([
+            (ADDRESS_VAR, engine.uri().as_str()),
+            (TOKEN_VAR, MIXED_TOKEN),
+        ]))
+        .build()
+        .expect("builds");
+    let (head, tail) = MIXED_TOKEN.split_at(11);
+    for line_break in ESCAPED_BREAKS {
+        engine.reset().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_string(format!("{{\"key\":\"{head}{line_break}{tail}\"}}")),
+            )
+            .expect(1)
+            .mount(&engine)
+            .await;
+        let answer = transport.send("{}").await.expect("an answer");
+        assert_eq!(
+            answer.text(),
+            format!("{{\"key\":\"{REDACTED}\"}}"),
+            "{line_break:?}"
+        );
+        assert_no_form(MIXED_TOKEN, line_break, answer.text());
+    }
+}

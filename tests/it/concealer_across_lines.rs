@@ -6,7 +6,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use meterwire::Concealer;
 
-use crate::support::forms::{BREAKS, MIXED_TOKEN as TOKEN, json_php, wrap};
+use crate::support::forms::{BREAKS, ESCAPED_BREAKS, MIXED_TOKEN as TOKEN, json_php, wrap};
 
 #[test]
 fn base64_wrapped_at_any_width_is_concealed_whole() {
@@ -78,4 +78,42 @@ fn a_blank_line_or_prose_joins_nothing() {
         concealer.conceal("one line\nand the next"),
         "one line\nand the next"
     );
+}
+
+/// The break of a hard-wrapped token is a line break in any escaping the
+/// concealer reads: a JSON reader turns `\u000a` into the same LF as a raw
+/// one, a URL decoder `%0A`, an HTML reader `&#10;`, and a raw CR beside a
+/// JSON `\n` is one CRLF to a reader of the JSON.
+#[test]
+fn a_token_broken_by_an_escaped_line_break_is_concealed_whole() {
+    let concealer = Concealer::new([TOKEN]);
+    for line_break in ESCAPED_BREAKS {
+        for at in 1..TOKEN.len() {
+            let (head, tail) = TOKEN.split_at(at);
+            let text = format!("key {head}{line_break}{tail} rejected");
+            assert_eq!(
+                concealer.conceal(&text),
+                "key [redacted] rejected",
+                "{text:?}"
+            );
+        }
+    }
+}
+
+/// Two escaped breaks in a row are a blank line, which joins nothing,
+/// whatever writes them.
+#[test]
+fn an_escaped_blank_line_joins_nothing() {
+    let concealer = Concealer::new([TOKEN]);
+    let (head, tail) = TOKEN.split_at(10);
+    for blank in [
+        r"\u000a\u000a",
+        "%0A%0A",
+        "&#10;&#10;",
+        r"\n\u000a",
+        "\r\n%0D%0A",
+    ] {
+        let text = format!("key {head}{blank}{tail} rejected");
+        assert_eq!(concealer.conceal(&text), text, "{text:?}");
+    }
 }

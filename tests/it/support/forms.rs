@@ -12,6 +12,23 @@ pub const MIXED_TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
 /// Line breaks as engines write them: raw, and JSON-escaped.
 pub const BREAKS: [&str; 4] = ["\n", "\r\n", r"\n", r"\r\n"];
 
+/// Line breaks written in the other escapings the concealer reads, and
+/// half raw, half escaped: each is one break to some reader.
+pub const ESCAPED_BREAKS: [&str; 12] = [
+    r"\u000a",
+    r"\u000A",
+    r"\u000d\u000a",
+    "%0A",
+    "%0d%0a",
+    "&#10;",
+    "&#xA;",
+    "&#13;&#10;",
+    "&NewLine;",
+    "\r\\n",
+    "\\r\n",
+    "\r%0A",
+];
+
 /// `encoded` broken into lines of `width` bytes (at least 1) by
 /// `line_break`, as MIME (76) and PEM (64) wrap base64. `encoded` is ASCII.
 pub fn wrap(encoded: &str, width: usize, line_break: &str) -> String {
