@@ -8,6 +8,11 @@
 
 use std::borrow::Cow;
 
+/// The shapes of escapes, which the bound must not cut and the concealer's
+/// decoders read: a leaf beside the concealer, kept in one place for both.
+#[path = "conceal/syntax.rs"]
+pub(crate) mod syntax;
+
 /// `text` cut to at most `max_chars` characters.
 pub(crate) fn bound(text: &str, max_chars: usize) -> &str {
     match text.char_indices().nth(max_chars) {
@@ -36,46 +41,10 @@ pub(crate) fn bound_whole(text: &str, max_chars: usize) -> &str {
     kept
 }
 
-/// Where the escape that the end of `bytes` cuts in two starts, if one is.
+/// Where the escape that the end of `bytes` cuts in two starts, if one is:
+/// read with the escape syntax the concealer's decoders read.
 fn broken_escape(bytes: &[u8]) -> Option<usize> {
-    // The longest escape: an HTML reference name of 32 characters, `&`
-    // and `;` around it.
-    let mut at = bytes.len().saturating_sub(34);
-    // Backslashes pair up from the left (`\\` is one escape), so a run of
-    // them is read from its start, even where that lies before the window.
-    while at > 0 && bytes[at - 1] == b'\\' {
-        at -= 1;
-    }
-    while at < bytes.len() {
-        let rest = &bytes[at..];
-        let broken = match rest[0] {
-            b'\\' => match rest.get(1) {
-                None => true,
-                // An escaped backslash, whole: its second half starts
-                // nothing.
-                Some(b'\\') => {
-                    at += 2;
-                    continue;
-                }
-                Some(b'u') => rest.len() < 6,
-                Some(b'x') => rest.len() < 4,
-                Some(_) => false,
-            },
-            b'%' => rest.len() < 3,
-            b'&' => {
-                !rest.contains(&b';')
-                    && rest[1..]
-                        .iter()
-                        .all(|b| b.is_ascii_alphanumeric() || *b == b'#')
-            }
-            _ => false,
-        };
-        if broken {
-            return Some(at);
-        }
-        at += 1;
-    }
-    None
+    syntax::broken_escape(bytes)
 }
 
 /// `text` with every control character (line breaks, escapes, NUL) turned

@@ -97,11 +97,20 @@ fn expand(rest: &[u8], token: &[u8]) -> Vec<u8> {
 }
 
 /// The token as an engine might echo it: the low three bits of `op` pick
-/// the form, the high five vary it.
+/// the form, the high five vary it (the token as itself, when they are not
+/// zero, is hard-wrapped by a break of [`BREAKS`]).
 fn encode(token: &[u8], op: u8) -> Vec<u8> {
     let seed = op >> 3;
     match op & 7 {
-        0 => token.to_vec(),
+        0 if seed == 0 || token.len() < 2 => token.to_vec(),
+        // Hard-wrapped by one line break, raw or written in any escaping.
+        0 => {
+            let at = 1 + usize::from(seed) % (token.len() - 1);
+            let mut broken = token[..at].to_vec();
+            broken.extend_from_slice(BREAKS[usize::from(seed) % BREAKS.len()]);
+            broken.extend_from_slice(&token[at..]);
+            broken
+        }
         // Each character in its own form: a mixture.
         1 => mixed(token, seed),
         // Two layers: a mixture, JSON-quoted again or percent-encoded again.
@@ -157,6 +166,22 @@ fn encode(token: &[u8], op: u8) -> Vec<u8> {
         }
     }
 }
+
+/// One line break, as each escaping writes it, and half raw, half escaped.
+const BREAKS: [&[u8]; 12] = [
+    b"\n",
+    b"\r\n",
+    br"\n",
+    br"\r\n",
+    br"\u000a",
+    b"%0D%0A",
+    b"&#10;",
+    b"&#13;&#10;",
+    b"\r\\n",
+    b"\\r\n",
+    b"%0a",
+    br"\u000D\u000A",
+];
 
 /// Each byte of `text` escaped one way or another, chosen by a cheap
 /// generator from `seed`.

@@ -2,8 +2,15 @@
 //! `&`), as its length in the source and what it decodes to, or `None` when
 //! the trigger starts no escape and stays literal.
 
-use super::views::Decoded;
+use crate::text::syntax::{Form, Lexed, lex};
 use memchr::memchr;
+
+/// What one escape decodes to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Decoded {
+    Byte(u8),
+    Char(char),
+}
 
 /// `text` with every complete HTML / XML character reference decoded: a
 /// named one (`&amp;`, `&nbsp;`, `&plus;`), a decimal one (`&#39;`) or a
@@ -39,54 +46,21 @@ pub(crate) fn decode_char_refs(text: &str) -> String {
     out
 }
 
-/// The value of each byte as a hex digit, either case; 0xFF for the rest.
-/// A table: the survey reads the four digits of every `\uXXXX`.
-const HEX: [u8; 256] = {
-    let mut table = [0xFF; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = match b as u8 {
-            d @ b'0'..=b'9' => d - b'0',
-            d @ b'a'..=b'f' => d - b'a' + 10,
-            d @ b'A'..=b'F' => d - b'A' + 10,
-            _ => 0xFF,
-        };
-        b += 1;
-    }
-    table
-};
-
-fn hex_digit(b: u8) -> Option<u32> {
-    HEX.get(usize::from(b))
-        .filter(|&&v| v <= 0xF)
-        .map(|&v| u32::from(v))
-}
-
-/// `n` hex digits at `at`, either case.
-pub(super) fn hex_at(src: &[u8], at: usize, n: usize) -> Option<u32> {
-    let digits = src.get(at..at + n)?;
-    digits
-        .iter()
-        .try_fold(0u32, |v, &b| Some(v * 16 + hex_digit(b)?))
-}
-
 /// A JSON or JavaScript escape at `p` (a backslash): its length and value.
 pub(super) fn json_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
+    let lexed = lex(src, p)?;
     let byte = |b| Some((2, Decoded::Byte(b)));
-    match *src.get(p + 1)? {
-        c @ (b'/' | b'"' | b'\\' | b'\'') => byte(c),
-        b'n' => byte(b'\n'),
-        b't' => byte(b'\t'),
-        b'r' => byte(b'\r'),
-        b'b' => byte(0x08),
-        b'f' => byte(0x0C),
-        b'v' => byte(0x0B),
+    match lexed.form {
+        Form::Pair(c @ (b'/' | b'"' | b'\\' | b'\'')) => byte(c),
+        Form::Pair(b'n') => byte(b'\n'),
+        Form::Pair(b't') => byte(b'\t'),
+        Form::Pair(b'r') => byte(b'\r'),
+        Form::Pair(b'b') => byte(0x08),
+        Form::Pair(b'f') => byte(0x0C),
+        Form::Pair(b'v') => byte(0x0B),
         // JavaScript's `\xHH` is a code point below 256, not a byte.
-        b'x' => {
-            let cp = hex_at(src, p + 2, 2)?;
-            Some((4, Decoded::Char(char::from_u32(cp)?)))
-        }
-        b'u' => unicode_escape(src, p),
+        Form::Latin(cp) | Form::Braced(cp) => Some((lexed.len, Decoded::Char(char::from_u32(cp)?))),
+        Form::Unit(unit) => utf16(src, p, unit),
         _ => None,
     }
 }
@@ -99,51 +73,43 @@ pub(super) fn json_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
 /// view. A character after the backslash that is not ASCII is kept by
 /// keeping its first byte here and the rest as the text's own.
 pub(super) fn lenient_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
+    let lexed = lex(src, p)?;
     let byte = |b| Some((2, Decoded::Byte(b)));
-    match *src.get(p + 1)? {
-        b'n' => byte(b'\n'),
-        b't' => byte(b'\t'),
-        b'r' => byte(b'\r'),
-        b'b' => byte(0x08),
-        b'f' => byte(0x0C),
-        b'u' => json_unicode_escape(src, p).or(byte(b'u')),
-        c => byte(c),
+    match lexed.form {
+        Form::Pair(b'n') => byte(b'\n'),
+        Form::Pair(b't') => byte(b'\t'),
+        Form::Pair(b'r') => byte(b'\r'),
+        Form::Pair(b'b') => byte(0x08),
+        Form::Pair(b'f') => byte(0x0C),
+        Form::Pair(c) => byte(c),
+        Form::Latin(_) => byte(b'x'),
+        Form::Braced(_) => byte(b'u'),
+        Form::Unit(unit) => utf16(src, p, unit).or(byte(b'u')),
+        _ => None,
     }
-}
-
-/// `\uXXXX`, a surrogate pair of them, or JavaScript's `\u{X…}`.
-fn unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
-    if src.get(p + 2) == Some(&b'{') {
-        let digits_at = p + 3;
-        let mut k = digits_at;
-        let mut cp = 0u32;
-        // At most 6 digits: the lookahead stays bounded and `cp` cannot
-        // overflow.
-        while k < digits_at + 6 {
-            match src.get(k).copied().and_then(hex_digit) {
-                Some(d) => cp = cp * 16 + d,
-                None => break,
-            }
-            k += 1;
-        }
-        if k == digits_at || src.get(k) != Some(&b'}') {
-            return None;
-        }
-        return Some((k + 1 - p, Decoded::Char(char::from_u32(cp)?)));
-    }
-    json_unicode_escape(src, p)
 }
 
 /// JSON's `\uXXXX`, or a surrogate pair of them.
 pub(super) fn json_unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
-    let first = hex_at(src, p + 2, 4)?;
+    match lex(src, p)?.form {
+        Form::Unit(unit) => utf16(src, p, unit),
+        _ => None,
+    }
+}
+
+/// The `\uXXXX` at `p`, whose unit is `first`: its char, or with the
+/// `\uXXXX` after it, the char of the surrogate pair.
+fn utf16(src: &[u8], p: usize, first: u32) -> Option<(usize, Decoded)> {
     if (0xD800..=0xDBFF).contains(&first) {
         // A high surrogate means nothing without its low half; a lone one
         // stays literal (no secret, being a `&str`, can contain one).
-        if src.get(p + 6..p + 8) != Some(b"\\u") {
+        let Some(Lexed {
+            form: Form::Unit(second),
+            ..
+        }) = lex(src, p + 6)
+        else {
             return None;
-        }
-        let second = hex_at(src, p + 8, 4)?;
+        };
         if !(0xDC00..=0xDFFF).contains(&second) {
             return None;
         }
@@ -156,31 +122,26 @@ pub(super) fn json_unicode_escape(src: &[u8], p: usize) -> Option<(usize, Decode
 
 /// `%XX`, either case.
 pub(super) fn percent_escape(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
-    let b = hex_at(src, p + 1, 2)?;
-    Some((3, Decoded::Byte(u8::try_from(b).ok()?)))
+    match lex(src, p)?.form {
+        Form::Percent(b) => Some((3, Decoded::Byte(b))),
+        _ => None,
+    }
 }
 
-/// Longer than any name in the table: a bounded lookahead per `&`.
-const MAX_REF_NAME: usize = 32;
-
-/// An HTML / XML character reference at `p` (an ampersand).
+/// An HTML / XML character reference at `p` (an ampersand): `&#DDD;` or
+/// `&#xHHH;` (either case of `x` and the digits, the `;` optional, as HTML
+/// tolerates), or a name the table knows, with its `;`; or, without one,
+/// one of the few names HTML still reads so.
 pub(super) fn char_ref(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
-    if src.get(p + 1) == Some(&b'#') {
-        return numeric_ref(src, p);
-    }
-    let start = p + 1;
-    let mut end = start;
-    while end < start + MAX_REF_NAME && src.get(end).is_some_and(u8::is_ascii_alphanumeric) {
-        end += 1;
-    }
-    let name = src.get(start..end)?;
-    if name.is_empty() {
-        return None;
-    }
-    if src.get(end) == Some(&b';')
-        && let Some(c) = named_char(name)
-    {
-        return Some((end + 1 - p, Decoded::Char(c)));
+    let lexed = lex(src, p)?;
+    let (len, semicolon) = match lexed.form {
+        Form::Number(cp) => return Some((lexed.len, Decoded::Char(char::from_u32(cp)?))),
+        Form::Name { len, semicolon } => (len, semicolon),
+        _ => return None,
+    };
+    let name = src.get(p + 1..p + 1 + len)?;
+    if semicolon && let Some(c) = named_char(name) {
+        return Some((len + 2, Decoded::Char(c)));
     }
     // HTML still decodes these few without their `;`, even when letters
     // follow (`&ampx` is `&x`), because old pages relied on it.
@@ -199,30 +160,6 @@ pub(super) fn char_ref(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
         .iter()
         .find(|(legacy, _)| name.starts_with(legacy))
         .map(|(legacy, c)| (1 + legacy.len(), Decoded::Char(*c)))
-}
-
-/// `&#DDD;` or `&#xHHH;` (either case of `x` and the digits); the `;` may be
-/// missing, as HTML tolerates.
-fn numeric_ref(src: &[u8], p: usize) -> Option<(usize, Decoded)> {
-    let (radix, digits_at) = match src.get(p + 2) {
-        Some(b'x' | b'X') => (16, p + 3),
-        _ => (10, p + 2),
-    };
-    let mut k = digits_at;
-    let mut cp = 0u32;
-    // Leading zeros are legal, so the digits are unbounded; saturating keeps
-    // a huge number a non-char instead of wrapping into a real one.
-    while let Some(d) = src.get(k).and_then(|&b| char::from(b).to_digit(radix)) {
-        cp = cp.saturating_mul(radix).saturating_add(d);
-        k += 1;
-    }
-    if k == digits_at {
-        return None;
-    }
-    if src.get(k) == Some(&b';') {
-        k += 1;
-    }
-    Some((k - p, Decoded::Char(char::from_u32(cp)?)))
 }
 
 /// The HTML5 names of printable ASCII punctuation (the list of ASCII punctuation, with

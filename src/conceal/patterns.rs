@@ -3,9 +3,9 @@
 
 use super::MIN_CORE_LEN;
 use super::escapes::{
-    char_ref, hex_at, json_escape, json_unicode_escape, lenient_escape, percent_escape,
+    Decoded, char_ref, json_escape, json_unicode_escape, lenient_escape, percent_escape,
 };
-use super::views::Decoded;
+use crate::text::syntax::hex_at;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
@@ -160,7 +160,8 @@ pub(super) struct Search {
     /// whatever follows: a two-byte escape that means nothing to a view.
     quiet_next: [bool; 256],
     /// What [`Search::seed_at`] makes of a backslash before each byte other
-    /// than `u` and `x` (whose escapes run on): [`Seed`] flags.
+    /// than `u` and `x` (whose escapes run on): [`RELEVANT`] and [`BREAK`]
+    /// flags.
     backslash: [u8; 256],
     /// The bytes two of which, side by side, no hit and no escape can
     /// span: ASCII that is not relevant (so in no pattern, no escape's
@@ -213,7 +214,7 @@ impl Search {
     /// that the text's own joined views do not, and where it ends. See
     /// [`survey`](super::survey) for why those two decide where views are
     /// decoded.
-    pub(super) fn seed_at(&self, text: &[u8], p: usize) -> (bool, bool, usize) {
+    pub(super) fn seed_at(&self, text: &[u8], p: usize) -> Seed {
         let relevant = |decoded: Option<(usize, Decoded)>| match decoded {
             None => false,
             Some((_, Decoded::Byte(b))) => self.relevant[usize::from(b)],
@@ -229,20 +230,28 @@ impl Search {
                 if let Some(&next) = text.get(p + 1)
                     && !matches!(next, b'u' | b'x') =>
             {
-                let seed = self.backslash[usize::from(next)];
-                (seed & Seed::RELEVANT != 0, seed & Seed::BREAK != 0, p + 2)
+                let flags = self.backslash[usize::from(next)];
+                Seed {
+                    relevant: flags & RELEVANT != 0,
+                    line_break: flags & BREAK != 0,
+                    end: p + 2,
+                }
             }
             // JSON's `\uXXXX` (or a pair of them), which both readings
             // decode alike; without four hex digits, the lenient reading's
             // `u`. Generated text writes one per accented letter or dash.
             Some(b'\\') if text.get(p + 1) == Some(&b'u') && text.get(p + 2) != Some(&b'{') => {
                 match json_unicode_escape(text, p) {
-                    Some(decoded) => (
-                        relevant(Some(decoded)),
-                        line_break(Some(decoded)),
-                        p + decoded.0,
-                    ),
-                    None => (self.relevant[usize::from(b'u')], false, p + 2),
+                    Some(decoded) => Seed {
+                        relevant: relevant(Some(decoded)),
+                        line_break: line_break(Some(decoded)),
+                        end: p + decoded.0,
+                    },
+                    None => Seed {
+                        relevant: self.relevant[usize::from(b'u')],
+                        line_break: false,
+                        end: p + 2,
+                    },
                 }
             }
             // A backslash is read two ways, JavaScript's and a lenient JSON
@@ -250,20 +259,14 @@ impl Search {
             Some(b'\\') => {
                 let (js, lenient) = (json_escape(text, p), lenient_escape(text, p));
                 let json_break = matches!(text.get(p + 1), Some(b'n' | b'r'));
-                (
-                    relevant(js) || relevant(lenient),
-                    !json_break && (line_break(js) || line_break(lenient)),
-                    p + len(js).max(len(lenient)),
-                )
+                Seed {
+                    relevant: relevant(js) || relevant(lenient),
+                    line_break: !json_break && (line_break(js) || line_break(lenient)),
+                    end: p + len(js).max(len(lenient)),
+                }
             }
-            Some(b'%') => {
-                let decoded = percent_escape(text, p);
-                (relevant(decoded), line_break(decoded), p + len(decoded))
-            }
-            _ => {
-                let decoded = char_ref(text, p);
-                (relevant(decoded), line_break(decoded), p + len(decoded))
-            }
+            Some(b'%') => Seed::of(percent_escape(text, p), p, relevant, line_break),
+            _ => Seed::of(char_ref(text, p), p, relevant, line_break),
         }
     }
 }
@@ -289,15 +292,40 @@ fn decodes_break(decoded: Decoded) -> bool {
     )
 }
 
-/// Flags of a backslash escape for [`Search::seed_at`].
-struct Seed;
+/// What one trigger means for the views ([`Search::seed_at`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Seed {
+    /// Its escape decodes to a relevant byte.
+    pub(super) relevant: bool,
+    /// Its escape decodes to a line break that a view joins and the text's
+    /// own joined views do not (anything but JSON's `\n` and `\r`).
+    pub(super) line_break: bool,
+    /// Where its escape ends (one byte past the trigger when it starts
+    /// none).
+    pub(super) end: usize,
+}
 
 impl Seed {
-    /// It decodes to a relevant byte.
-    const RELEVANT: u8 = 1;
-    /// It decodes to a line break, and is not JSON's `\n` or `\r`.
-    const BREAK: u8 = 2;
+    /// The seed of a single decoded escape (or none) at `p`.
+    fn of(
+        decoded: Option<(usize, Decoded)>,
+        p: usize,
+        relevant: impl Fn(Option<(usize, Decoded)>) -> bool,
+        line_break: impl Fn(Option<(usize, Decoded)>) -> bool,
+    ) -> Seed {
+        Seed {
+            relevant: relevant(decoded),
+            line_break: line_break(decoded),
+            end: p + decoded.map_or(1, |(len, _)| len),
+        }
+    }
 }
+
+/// The flags of a backslash escape in [`Search::seed_at`]'s table: it
+/// decodes to a relevant byte.
+const RELEVANT: u8 = 1;
+/// It decodes to a line break, and is not JSON's `\n` or `\r`.
+const BREAK: u8 = 2;
 
 /// [`Search::seed_at`]'s reading of a backslash before each byte, for the
 /// two-byte escapes, whose meaning the byte alone decides: one lookup per
@@ -313,10 +341,10 @@ fn backslash_table(relevant: &[bool; 256]) -> [u8; 256] {
         let readings = [json_escape(&escape, 0), lenient_escape(&escape, 0)];
         for (_, decoded) in readings.into_iter().flatten() {
             if decodes_relevant(relevant, decoded) {
-                seed |= Seed::RELEVANT;
+                seed |= RELEVANT;
             }
             if decodes_break(decoded) && !matches!(next, b'n' | b'r') {
-                seed |= Seed::BREAK;
+                seed |= BREAK;
             }
         }
         seed

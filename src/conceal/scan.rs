@@ -2,9 +2,11 @@
 //! source text it came from, and the spans merged and replaced at the end.
 
 use super::REDACTED;
+use super::breaks::{break_ending_at, line_break};
 use super::escapes::{char_ref, json_escape, percent_escape};
+use super::maps::SourceMap;
 use super::patterns::{Kind, Search};
-use super::views::View;
+use crate::text::syntax::LONGEST_ESCAPE;
 use aho_corasick::Input;
 use memchr::memchr3;
 use std::borrow::Cow;
@@ -117,94 +119,10 @@ pub(super) fn base64_run(hay: &[u8], start: usize, end: usize) -> (usize, usize)
     (a, b)
 }
 
-/// The line break that starts at `p`, as its length: `\r\n`, `\n` or `\r`,
-/// raw or JSON-escaped (a backslash and `n`, `r`, or both pairs).
-pub(super) fn line_break(hay: &[u8], p: usize) -> Option<usize> {
-    match (hay.get(p)?, hay.get(p + 1)) {
-        (b'\r', Some(b'\n')) => Some(2),
-        (b'\r' | b'\n', _) => Some(1),
-        (b'\\', Some(b'r')) if hay.get(p + 2..p + 4) == Some(br"\n") => Some(4),
-        (b'\\', Some(b'r' | b'n')) => Some(2),
-        _ => None,
-    }
-}
-
-/// The line break that ends at `p`, as its length, read as [`line_break`]
-/// reads it from its start.
-fn break_ending_at(hay: &[u8], p: usize) -> Option<usize> {
-    let ends = |s: &[u8]| p >= s.len() && hay.get(p - s.len()..p) == Some(s);
-    [&b"\r\n"[..], b"\n", b"\r", br"\r\n", br"\n", br"\r"]
-        .into_iter()
-        .find(|s| ends(s))
-        .map(<[u8]>::len)
-}
-
 /// Whether the break at `at..at + len` touches two dashes on either side.
 fn boundary(hay: &[u8], at: usize, len: usize) -> bool {
     let dashes = |from: usize| hay.get(from..from + 2) == Some(b"--");
     at.checked_sub(2).is_some_and(dashes) || dashes(at + len)
-}
-
-/// Maps a byte range of a view back to the source text.
-pub(super) trait SourceMap {
-    /// `None` only if the view is inconsistent, which the caller treats as
-    /// "conceal everything".
-    fn source(&self, start: usize, end: usize) -> Option<(usize, usize)>;
-
-    /// Whether the range is a copy of contiguous text, no escape decoded in
-    /// it: the scan of the text itself finds whatever lies there, so a view
-    /// need not record it again (in text full of the token, most hits of
-    /// every view are such copies).
-    fn copied(&self, start: usize, end: usize) -> bool;
-}
-
-/// The text itself.
-pub(super) struct Raw;
-
-impl SourceMap for Raw {
-    fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
-        Some((start, end))
-    }
-
-    /// The text's own hits are the ones that must be recorded.
-    fn copied(&self, _: usize, _: usize) -> bool {
-        false
-    }
-}
-
-/// A view of a view (or of a view of a view): maps through both.
-pub(super) struct Nested<'v> {
-    pub(super) outer: &'v dyn SourceMap,
-    pub(super) inner: &'v View,
-}
-
-impl SourceMap for Nested<'_> {
-    fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
-        let (start, end) = self.inner.source(start, end)?;
-        self.outer.source(start, end)
-    }
-
-    fn copied(&self, start: usize, end: usize) -> bool {
-        self.inner.copied(start, end)
-            && self
-                .inner
-                .source(start, end)
-                .is_some_and(|(a, b)| self.outer.copied(a, b))
-    }
-}
-
-/// A window of the text that starts this many bytes in: the text itself,
-/// already searched, so a view of it records only what it decoded.
-pub(super) struct Window(pub(super) usize);
-
-impl SourceMap for Window {
-    fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
-        Some((start + self.0, end + self.0))
-    }
-
-    fn copied(&self, _: usize, _: usize) -> bool {
-        true
-    }
 }
 
 /// The source spans to conceal, widened to char boundaries.
@@ -302,10 +220,6 @@ fn merge(spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     merged
 }
 
-/// The longest escape a marker's edge can cut: an HTML reference of a
-/// 32-character name with its `&` and `;`.
-const LONGEST_ESCAPE: usize = 34;
-
 /// How many escapes a span's edge may take in, one after the other.
 const MOST_WIDENINGS: usize = 4;
 
@@ -360,7 +274,8 @@ fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conceal::views::Families;
+    use crate::conceal::maps::Nested;
+    use crate::conceal::views::{Families, View};
 
     #[test]
     fn a_span_inside_a_multibyte_char_widens_to_the_whole_char() {

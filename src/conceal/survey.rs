@@ -15,22 +15,24 @@
 //! every escape that decodes to a relevant byte, every escape other than
 //! JSON's `\n` and `\r` that decodes to a line break (`%0A`, `&#10;`,
 //! `\u000A`: a view joins the lines around it, which the text's own joined
-//! views, reading only raw and JSON breaks, do not), and every raw break
-//! the text's joined view drops (a view joins it together with JSON breaks
-//! it decodes, which no joined view of the text does).
+//! views, reading only raw and JSON breaks, do not), a break written half
+//! raw and half escaped (`\r\\n`, `\\r\n`: only a decoded view reads it as
+//! one), and every raw break the text's joined view drops (a view joins it
+//! together with JSON breaks it decodes, which no joined view of the text
+//! does). Views are needed wherever there is a seed, even when no escape
+//! decodes to a relevant byte: a token broken by `\u000a` is all literal
+//! but for its break.
 
+use super::breaks::{LoneBreaks, mixed_break};
 use super::patterns::Search;
 use super::positions::Positions;
-use super::views::LoneBreaks;
 use memchr::{memchr2, memchr3};
 
 /// What the pass finds.
 #[derive(Default)]
 pub(super) struct Survey {
-    /// Whether some escape decodes to a relevant byte.
-    pub(super) relevant: bool,
     /// The escapes views must be decoded around, as source spans in order
-    /// (those close together merged).
+    /// (those close together merged): none means no view can add a hit.
     pub(super) seeds: Vec<(usize, usize)>,
     /// Where the joined views of the text drop breaks, as source spans in
     /// order (those close together merged): raw ones, and JSON-escaped
@@ -87,6 +89,9 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
                 if let Some(join) = raw.visit(text, p, adjacent) {
                     push_merged(&mut survey.raw_joins, join, text, &search.separator);
                 }
+                if let Some(seed) = mixed_break(text, p) {
+                    push_merged(&mut survey.seeds, seed, text, &search.separator);
+                }
                 return;
             }
             b'\\' => {
@@ -96,10 +101,9 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
             }
             _ => {}
         }
-        let (relevant, breaks, end) = search.seed_at(text, p);
-        survey.relevant |= relevant;
-        if relevant || breaks {
-            push_merged(&mut survey.seeds, (p, end), text, &search.separator);
+        let seed = search.seed_at(text, p);
+        if seed.relevant || seed.line_break {
+            push_merged(&mut survey.seeds, (p, seed.end), text, &search.separator);
         }
     });
     survey

@@ -1,9 +1,10 @@
 //! The decoded views: the text with one or more escaping families decoded,
 //! each decoded byte remembering the span of source text it came from.
 
-use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
+use super::breaks::joins;
+use super::escapes::{Decoded, char_ref, json_escape, lenient_escape, percent_escape};
+use super::maps::SourceMap;
 use super::positions::Positions;
-use super::scan::{SourceMap, line_break};
 use memchr::{memchr, memchr2, memchr3};
 use std::cell::Cell;
 
@@ -200,13 +201,6 @@ enum Place {
     Escape(usize),
 }
 
-/// What one escape decodes to.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Decoded {
-    Byte(u8),
-    Char(char),
-}
-
 impl View {
     pub(super) fn decode(src: &[u8], families: Families) -> View {
         let mut view = View {
@@ -364,20 +358,6 @@ impl View {
     }
 }
 
-/// The line breaks a joined view of `src` drops ([`View::join`]), as
-/// source spans in order: those of the chosen kind that stand alone
-/// between two bytes `adjacent` pairs.
-pub(super) fn joins(
-    src: &[u8],
-    escaped: bool,
-    adjacent: impl Fn(u8, u8) -> bool,
-) -> Vec<(usize, usize)> {
-    let mut breaks = LoneBreaks::new(escaped);
-    Positions::of(src, if escaped { b"\\" } else { b"\n\r" })
-        .filter_map(|p| breaks.visit(src, p, &adjacent))
-        .collect()
-}
-
 /// Whether a lenient JSON reader ([`lenient_escape`]) reads some backslash
 /// of `text` otherwise than JavaScript does (`\x41`, `\w`, `\v`, `\u{2B}`):
 /// only then is its view worth building. Where both read an escape, they
@@ -392,60 +372,6 @@ pub(super) fn lenient_differs(text: &[u8]) -> bool {
         }
     }
     false
-}
-
-/// The line breaks of one kind (JSON-escaped, or raw) that stand alone
-/// between two bytes some pattern holds side by side (a blank line is two
-/// breaks, and joins nothing), read from the positions of the kind's first
-/// bytes in order. A backslash and `n` is read as a break even after
-/// another backslash (`\\n`): a token may end in a backslash written raw
-/// before an escaped break, and reading too many breaks only adds views.
-pub(super) struct LoneBreaks {
-    escaped: bool,
-    /// Where the last break ended: a break starting there is not alone.
-    last_end: Option<usize>,
-    /// Positions before this lie inside the last break.
-    next: usize,
-}
-
-impl LoneBreaks {
-    pub(super) fn new(escaped: bool) -> LoneBreaks {
-        LoneBreaks {
-            escaped,
-            last_end: None,
-            next: 0,
-        }
-    }
-
-    /// The break at `p` as a source span, if it is a lone one between two
-    /// bytes `adjacent` pairs; `p` holds the kind's first byte (`\\`, or
-    /// `\r` / `\n`), and positions come in increasing order.
-    #[inline]
-    pub(super) fn visit(
-        &mut self,
-        hay: &[u8],
-        p: usize,
-        adjacent: impl Fn(u8, u8) -> bool,
-    ) -> Option<(usize, usize)> {
-        if p < self.next {
-            return None;
-        }
-        let len = self.break_at(hay, p)?;
-        let end = p + len;
-        let alone = self.last_end != Some(p) && self.break_at(hay, end).is_none();
-        self.last_end = Some(end);
-        self.next = end;
-        let before = *p.checked_sub(1).and_then(|b| hay.get(b))?;
-        let after = *hay.get(end)?;
-        (alone && adjacent(before, after)).then_some((p, end))
-    }
-
-    /// Only breaks of this kind: a raw line may end in a token's own
-    /// backslash and `n`.
-    #[inline]
-    fn break_at(&self, hay: &[u8], p: usize) -> Option<usize> {
-        line_break(hay, p).filter(|_| (hay.get(p) == Some(&b'\\')) == self.escaped)
-    }
 }
 
 impl SourceMap for View {

@@ -26,7 +26,8 @@
 //! the whole text, as before.
 //!
 //! `Concealer::conceal_whole` keeps the whole-text decoding, and the
-//! differential check holds the two to the same output.
+//! `conceal` and `conceal_differential` fuzz targets hold the two to the
+//! same output.
 
 /// The windows, as sorted, disjoint source spans, that cover `seeds`
 /// (source spans sorted by start), each widened out to the separator pairs

@@ -11,6 +11,7 @@ use meterwire::{Cause, Env, HttpTransport, REDACTED, Refusal};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::forms::wrap;
 use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR};
 
 async fn refusal_with(token: &str, response: ResponseTemplate) -> Refusal {
@@ -271,14 +272,6 @@ fn random_tokens_echoed_anywhere_come_out_nowhere() {
     }
 }
 
-fn wrap(text: &str, width: usize, line_break: &str) -> String {
-    text.as_bytes()
-        .chunks(width)
-        .map(|line| std::str::from_utf8(line).expect("base64 is ASCII"))
-        .collect::<Vec<_>>()
-        .join(line_break)
-}
-
 /// CONTRACT §5 "Forms across lines", through `send`: base64 wrapped at any
 /// width (MIME 76, PEM 64, others) with `LF`, `CRLF` or JSON's `\n`, and the
 /// token hard-wrapped by one line break. The whole broken occurrence is one
@@ -351,5 +344,62 @@ async fn unknown_escapes_are_read_as_a_lenient_reader_reads_them() {
             "{echo}: {}",
             refusal.reason()
         );
+    }
+}
+
+/// A token hard-wrapped by a line break that is itself escaped (`\u000a`,
+/// `%0A`, `&#10;`, a raw CR beside a JSON `\n`) reads, to a JSON, URL or
+/// HTML reader, as the token broken by one line break: through `send`, in
+/// a `401`'s words and in an answer alike, the whole occurrence is one
+/// `[redacted]`.
+#[tokio::test]
+async fn a_token_broken_by_an_escaped_line_break_never_reaches_a_reader() {
+    use crate::support::forms::{ESCAPED_BREAKS, MIXED_TOKEN, assert_no_form};
+
+    let refusal = refusal_with(
+        MIXED_TOKEN,
+        ResponseTemplate::new(401)
+            .set_body_string(r"key mw_live_4f+\u000aAb/9zQ7vX2kP9zR4tL8wN rejected"),
+    )
+    .await;
+    assert!(
+        refusal
+            .reason()
+            .contains(&format!("key {REDACTED} rejected")),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        !shown(&refusal).contains("mw_live_4f"),
+        "{}",
+        shown(&refusal)
+    );
+
+    let engine = MockServer::start().await;
+    let transport = crate::support::builder_for(&engine.uri(), SCOPE)
+        .env(Env::from_pairs([
+            (ADDRESS_VAR, engine.uri().as_str()),
+            (TOKEN_VAR, MIXED_TOKEN),
+        ]))
+        .build()
+        .expect("builds");
+    let (head, tail) = MIXED_TOKEN.split_at(11);
+    for line_break in ESCAPED_BREAKS {
+        engine.reset().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_string(format!("{{\"key\":\"{head}{line_break}{tail}\"}}")),
+            )
+            .expect(1)
+            .mount(&engine)
+            .await;
+        let answer = transport.send("{}").await.expect("an answer");
+        assert_eq!(
+            answer.text(),
+            format!("{{\"key\":\"{REDACTED}\"}}"),
+            "{line_break:?}"
+        );
+        assert_no_form(MIXED_TOKEN, line_break, answer.text());
     }
 }

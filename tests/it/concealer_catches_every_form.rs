@@ -592,3 +592,69 @@ fn scrub_also_conceals_the_configured_secrets() {
     let output = concealer().scrub(&format!("engine said: unknown key {PLAIN}"));
     assert_eq!(output, "engine said: unknown key [redacted]");
 }
+
+/// Found by the `conceal` fuzz target: the token's raw hit began on the
+/// second hex digit of `%ca`, and the `%c` left beside the marker read
+/// as a literal `%`, completing `\u0061)%44%` (the token `a)D%`,
+/// JSON- then percent-decoded) from the text before it.
+#[test]
+fn a_marker_never_leaves_half_an_escape_beside_it() {
+    let concealer = Concealer::new(["a)D%"]);
+    let text = "&\\i\\u0061)%44%ca)D%";
+    let out = concealer.conceal(text);
+    assert!(!out.contains("%c["), "{out:?}");
+    assert!(out.ends_with(REDACTED), "{out:?}");
+    // An escape straddling either edge goes whole; one that does not
+    // stays.
+    let concealer = Concealer::new(["abc-0123456789"]);
+    assert_eq!(concealer.conceal("x %4abc-0123456789 y"), "x [redacted] y");
+    assert_eq!(
+        concealer.conceal("x %zabc-0123456789 y"),
+        "x %z[redacted] y"
+    );
+    assert_eq!(
+        concealer.conceal("x %41abc-0123456789 y"),
+        "x %41[redacted] y"
+    );
+    // An echo whose last `%` read with the next occurrence's first
+    // letters (`%ab`): once that occurrence is a marker, the echo would
+    // read whole (`%61bc%` is `abc%`), so the escape goes with the span.
+    let concealer = Concealer::new(["abc%"]);
+    assert_eq!(concealer.conceal("%61bc%abc%"), "%61bc[redacted]");
+    let concealer = Concealer::new(["mw-0123456789%4"]);
+    assert_eq!(concealer.conceal("x mw-0123456789%41 y"), "x [redacted] y");
+    assert_eq!(concealer.conceal("x mw-0123456789%4z y"), "x [redacted]z y");
+}
+
+#[test]
+fn unknown_escapes_read_as_a_lenient_json_reader_reads_them() {
+    let concealer = Concealer::new(["mw-test-0123456789"]);
+    for text in [
+        r"m\w-te\st-0123456789",
+        r"\m\w\-te\st-\0\1\2\3456789",
+        r"m\w%2Dte\st-0123456789",
+        r"m\w-te\st-\u00301234\5\6\7\8\9",
+    ] {
+        let text = format!("<{text}>");
+        assert_eq!(concealer.conceal(&text), "<[redacted]>", "{text:?}");
+    }
+    // `\x` read both ways: JavaScript's code point, and the `x` itself.
+    let concealer = Concealer::new(["x41-secret-key"]);
+    assert_eq!(concealer.conceal(r"<\x41-secret-key>"), "<[redacted]>");
+    assert_eq!(concealer.conceal(r"<\x78\x341-secret-key>"), "<[redacted]>");
+    // A token holding a backslash, JSON-escaped, with unknown escapes
+    // around it.
+    let concealer = Concealer::new([r"ab\cd-1234"]);
+    assert_eq!(concealer.conceal(r"<\ab\\c\d-1234>"), "<[redacted]>");
+    assert_eq!(concealer.conceal(r"<\ab\\cd-\1234>"), "<[redacted]>");
+}
+
+#[test]
+fn scrub_never_joins_a_reshaped_url_to_what_follows() {
+    let concealer = Concealer::new(["hostKEY-0123"]);
+    // The path keeps the host and `\u004BEY-0123` apart; cutting the
+    // URL to its host would join them into the token's JSON form.
+    let scrubbed = concealer.scrub(r"see https://host/path\u004BEY-0123 now");
+    assert_eq!(concealer.conceal(&scrubbed), scrubbed);
+    assert_eq!(scrubbed, "see https://[redacted] now");
+}

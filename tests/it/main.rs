@@ -12,6 +12,7 @@ mod support;
 
 mod chains;
 mod conceal_at_the_door;
+mod concealer_across_lines;
 mod concealer_catches_every_form;
 mod concealer_properties;
 mod every_row_of_the_wire_table;

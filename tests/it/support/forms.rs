@@ -5,6 +5,56 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use meterwire::{REDACTED, Refusal};
 
+/// A token with `+`, `/`, `_` and `-`: its two base64 alphabets differ, and
+/// its JSON form (PHP's `\/`, .NET's `\u002B`) differs from it.
+pub const MIXED_TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
+
+/// Line breaks as engines write them: raw, and JSON-escaped.
+pub const BREAKS: [&str; 4] = ["\n", "\r\n", r"\n", r"\r\n"];
+
+/// Line breaks written in the other escapings the concealer reads, and
+/// half raw, half escaped: each is one break to some reader.
+pub const ESCAPED_BREAKS: [&str; 12] = [
+    r"\u000a",
+    r"\u000A",
+    r"\u000d\u000a",
+    "%0A",
+    "%0d%0a",
+    "&#10;",
+    "&#xA;",
+    "&#13;&#10;",
+    "&NewLine;",
+    "\r\\n",
+    "\\r\n",
+    "\r%0A",
+];
+
+/// `encoded` broken into lines of `width` bytes (at least 1) by
+/// `line_break`, as MIME (76) and PEM (64) wrap base64. `encoded` is ASCII.
+pub fn wrap(encoded: &str, width: usize, line_break: &str) -> String {
+    let lines: Vec<&str> = encoded
+        .as_bytes()
+        .chunks(width.max(1))
+        .map(|line| std::str::from_utf8(line).unwrap_or_default())
+        .collect();
+    lines.join(line_break)
+}
+
+/// The body of the JSON string `text` becomes, as serde_json writes it
+/// (without the quotes).
+pub fn json(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    quoted
+        .get(1..quoted.len().saturating_sub(1))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// [`json`] with `/` and `+` escaped too, as PHP and .NET write them.
+pub fn json_php(text: &str) -> String {
+    json(text).replace('/', r"\/").replace('+', r"\u002B")
+}
+
 /// `c` as JSON writes it with `\uXXXX`: one escape per UTF-16 unit, so a
 /// character outside the BMP becomes a surrogate pair.
 pub fn unicode_escape(c: char, upper: bool) -> String {

@@ -1,11 +1,11 @@
-//! The differential check: [`Concealer::conceal`] against
-//! [`Concealer::conceal_whole`], over many random texts and secrets.
+//! The windowed concealer held to the whole-text decoding, on texts built
+//! from fragments of every encoding a window could read wrong.
 //!
-//! `conceal` decodes its views only in windows around the escapes that can
-//! matter; `conceal_whole` decodes every view over the whole text, as the
-//! concealer did before windows, and is the reference. The two must give
-//! the same output, byte for byte (and both borrow the text when nothing is
-//! concealed), for every text and every set of secrets.
+//! `Concealer::conceal` decodes its views only in windows around the
+//! escapes that can matter; the whole-text decoding (`conceal_whole`,
+//! reached through the fuzzing shim) decodes every view over the whole
+//! text and is the reference. The two must give the same output, byte for
+//! byte, for every text and every set of secrets.
 //!
 //! What a window can get wrong is whatever reads across its edges, so the
 //! texts are built from fragments that reach those:
@@ -15,7 +15,7 @@
 //!   prefix, two layers), whole, partial or mutated;
 //! - runs of triggers and half escapes (`\\\u002B`, `%%41`, `&&#43;`,
 //!   `\u00`), whose reading depends on where the decoding starts;
-//! - base64 runs that a core hit expands over: long, wrapped at any width,
+//! - base64 runs that a core hit reaches into: long, wrapped at any width,
 //!   and with a few escapes far apart inside them (`%2B`, `\/`);
 //! - secrets broken across lines, raw or escaped, which joined views put
 //!   back together;
@@ -23,93 +23,62 @@
 //!   runs: the families present decide which views (combined, lenient) the
 //!   whole text gets, where a window may see only one of them.
 //!
-//! The generator is a splitmix64 seeded from the case's index, so case N is
-//! the same secrets and text on every machine and every run.
-//! `MW_DIFFERENTIAL_CASES` sets how many cases run (default
-//! [`DEFAULT_CASES`]), `MW_DIFFERENTIAL_FIRST` the first index (default 0):
-//! a failure names its case, and `MW_DIFFERENTIAL_FIRST=N
-//! MW_DIFFERENTIAL_CASES=1` runs it alone. The run also holds the generator
-//! to a floor on the share of cases whose text holds an escape trigger and
-//! of those that conceal something, so that a generator that drifted into
-//! producing nothing to conceal cannot pass for a check.
+//! The fuzzer's input is two seeds, one for the secrets and one for the
+//! text: the generator is a splitmix64, so an input is the same case on
+//! every machine, and the fuzzer's mutations walk the generator's space
+//! rather than the bytes of a text. Every [`TALLY_EVERY`] cases the run is
+//! held to a floor on the share of cases whose text holds an escape
+//! trigger and of those that conceal something, so that a generator that
+//! drifted into producing nothing to conceal cannot pass for a check.
 
-use super::Concealer;
+#![no_main]
+
 use base64::Engine as _;
 use base64::engine::general_purpose::{
     GeneralPurpose, STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD,
 };
-use std::borrow::Cow;
+use libfuzzer_sys::fuzz_target;
+use meterwire::Concealer;
+use std::sync::Mutex;
 
-/// Cases run when `MW_DIFFERENTIAL_CASES` is not set: a few seconds in a
-/// debug build.
-const DEFAULT_CASES: u64 = 2_000;
-
-/// Below this many cases the shares of the run are too noisy to hold to a
-/// floor: a run that reproduces one case checks only that case.
-const CASES_FOR_SHARES: u64 = 1_000;
+/// How many cases a tally covers before its shares are held to the floor.
+const TALLY_EVERY: u64 = 1_000;
 
 /// Every share the run is held to is at least one case in this many.
 const SHARE_FLOOR: u64 = 5;
 
-/// Consecutive cases share their secrets, and so one concealer: in a
-/// debug build, compiling a concealer costs more than concealing a text
-/// twice.
-const CASES_PER_SECRETS: u64 = 8;
-
-/// Mixed into the seed of every group of cases' secrets, and of every
-/// case's text.
+/// Mixed into the seed of the secrets, and of the text.
 const SECRETS_SEED: u64 = 0x6d65_7465_7277_6972;
 const TEXT_SEED: u64 = 0x636f_6e63_6561_6c21;
 
-#[test]
-fn conceal_matches_conceal_whole() {
-    let first = count_from_env("MW_DIFFERENTIAL_FIRST", 0);
-    let cases = count_from_env("MW_DIFFERENTIAL_CASES", DEFAULT_CASES);
-    assert!(cases > 0, "MW_DIFFERENTIAL_CASES=0 checks nothing");
-    let end = first.saturating_add(cases);
-    let mut tally = Tally::default();
-    for group in first / CASES_PER_SECRETS..=(end - 1) / CASES_PER_SECRETS {
-        let secrets = secrets(group);
-        let concealer = Concealer::new(secrets.iter().map(String::as_str));
-        let indices =
-            first.max(group * CASES_PER_SECRETS)..end.min((group + 1) * CASES_PER_SECRETS);
-        for index in indices {
-            let text = text(index, &secrets);
-            let windowed = concealer.conceal(&text);
-            let whole = concealer.conceal_whole(&text);
-            assert_eq!(
-                windowed, whole,
-                "case {index}: conceal (left) and conceal_whole (right) differ\n \
-                 secrets: {secrets:?}\n text: {text:?}\n \
-                 rerun alone: MW_DIFFERENTIAL_FIRST={index} MW_DIFFERENTIAL_CASES=1",
-            );
-            assert_eq!(
-                matches!(windowed, Cow::Borrowed(_)),
-                matches!(whole, Cow::Borrowed(_)),
-                "case {index}: only one of conceal and conceal_whole borrowed the text\n \
-                 secrets: {secrets:?}\n text: {text:?}",
-            );
-            tally.count(&secrets, &text, &windowed);
-        }
-    }
-    tally.hold_to_floor();
-}
+static TALLY: Mutex<Tally> = Mutex::new(Tally::new());
 
-/// A count from the environment, or `default` when the variable is unset.
-fn count_from_env(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(value) => value
-            .trim()
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a count, not {value:?}")),
-        Err(_) => default,
+fuzz_target!(|data: &[u8]| {
+    let seed = |at: usize| {
+        let mut bytes = [0u8; 8];
+        for (slot, b) in bytes.iter_mut().zip(data.iter().skip(at)) {
+            *slot = *b;
+        }
+        u64::from_le_bytes(bytes)
+    };
+    let (secrets_seed, text_seed) = (seed(0), seed(8));
+    let secrets = secrets(secrets_seed);
+    let concealer = Concealer::new(secrets.iter().map(String::as_str));
+    let text = text(text_seed, &secrets);
+    let windowed = concealer.conceal(&text);
+    let whole = meterwire::fuzzing::conceal_whole(&concealer, &text);
+    assert_eq!(
+        windowed, whole,
+        "conceal (left) and conceal_whole (right) differ\n \
+         secrets: {secrets:?}\n text: {text:?}",
+    );
+    if let Ok(mut tally) = TALLY.lock() {
+        tally.count(&secrets, &text, &windowed);
     }
-}
+});
 
 /// What the run generated, counted so the generator is held to doing
 /// something.
-#[derive(Default)]
 struct Tally {
     cases: u64,
     /// Cases whose text holds a `\`, `%` or `&`.
@@ -125,6 +94,16 @@ struct Tally {
 }
 
 impl Tally {
+    const fn new() -> Tally {
+        Tally {
+            cases: 0,
+            triggered: 0,
+            concealed: 0,
+            both: 0,
+            encoded_only: 0,
+        }
+    }
+
     fn count(&mut self, secrets: &[String], text: &str, output: &str) {
         let triggered = text.contains(['\\', '%', '&']);
         let concealed = output != text;
@@ -134,12 +113,13 @@ impl Tally {
         self.both += u64::from(triggered && concealed);
         self.encoded_only +=
             u64::from(concealed && !secrets.iter().any(|secret| text.contains(secret.as_str())));
+        if self.cases == TALLY_EVERY {
+            self.hold_to_floor();
+            *self = Tally::new();
+        }
     }
 
     fn hold_to_floor(&self) {
-        if self.cases < CASES_FOR_SHARES {
-            return;
-        }
         let cases = self.cases;
         for (share, what) in [
             (self.triggered, "held a `\\`, `%` or `&`"),
@@ -254,11 +234,36 @@ const BASE64_STD: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 const BASE64_URL: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// Line breaks a secret or its encoding can be broken by: raw, JSON, and
-/// (read only in a view) percent, HTML and `\u` ones; a blank line and an
+/// (read only in a view) percent, HTML and `\u` ones, and breaks written
+/// half raw and half escaped; a blank line, raw or escaped, and an
 /// indented one, which join nothing.
-const BREAKS: [&str; 16] = [
-    "\n", "\r\n", "\\n", "\\r\\n", "\n", "\\n", "\r", "\\r", "%0A", "%0D%0A", "&#10;", "&#xA;",
-    "\\u000A", "\\u000a", "\n\n", "\n  ",
+const BREAKS: [&str; 26] = [
+    "\n",
+    "\r\n",
+    "\\n",
+    "\\r\\n",
+    "\n",
+    "\\n",
+    "\r",
+    "\\r",
+    "%0A",
+    "%0D%0A",
+    "&#10;",
+    "&#xA;",
+    "\\u000A",
+    "\\u000a",
+    "\\u000d\\u000a",
+    "&#13;&#10;",
+    "&NewLine;",
+    "\\x0a",
+    "\r\\n",
+    "\\r\n",
+    "\r%0A",
+    "%0D\n",
+    "\n\n",
+    "\n  ",
+    "\\u000a\\u000a",
+    "%0A%0A",
 ];
 
 /// Line breaks base64 is wrapped with.
@@ -376,9 +381,9 @@ enum Form {
     Twice(Layer, usize, Layer, usize),
 }
 
-/// The secrets of a group of cases: one, or two.
-fn secrets(group: u64) -> Vec<String> {
-    let mut rng = Rng(SECRETS_SEED ^ group);
+/// The secrets of a case: one, or two.
+fn secrets(seed: u64) -> Vec<String> {
+    let mut rng = Rng(SECRETS_SEED ^ seed);
     let first = secret(&mut rng);
     let mut secrets = vec![first.clone()];
     if rng.chance(45) {
@@ -388,9 +393,9 @@ fn secrets(group: u64) -> Vec<String> {
 }
 
 /// The text of a case.
-fn text(index: u64, secrets: &[String]) -> String {
+fn text(seed: u64, secrets: &[String]) -> String {
     Generator {
-        rng: Rng(TEXT_SEED ^ index),
+        rng: Rng(TEXT_SEED ^ seed),
         secrets,
     }
     .text()
