@@ -148,9 +148,10 @@ pub(crate) fn refusal_for_status(
         return None;
     }
     let concealer = site.concealer();
-    let head = concealer
-        .conceal(&String::from_utf8_lossy(body))
-        .into_owned();
+    // Concealed as it enters, and kept borrowed when nothing was found: a
+    // 64 KiB head is not copied for every refusal.
+    let lossy = String::from_utf8_lossy(body);
+    let head = concealer.conceal(&lossy);
     let said = match engine_words(&head, concealer) {
         Some(words) => format!("; the engine said: \"{words}\""),
         None => String::new(),

@@ -5,13 +5,18 @@
 //! the cap is refused without ever holding more than the cap; both stop at
 //! the send's deadline.
 
-use reqwest::Response;
 use tokio::time::timeout_at;
 
 use super::deadline::Deadline;
+use super::incoming::Incoming;
 use crate::meter::Meter;
 use crate::refusal::evidence::words::DETAIL_READ_LIMIT;
-use crate::refusal::failure::{Failure, classify};
+use crate::refusal::failure::Failure;
+
+/// The most of an answer reserved before it arrives: a length the engine
+/// declares is a claim, and 256 sends each reserving a declared 32 MiB
+/// for a body that never comes would be 8 GiB.
+const RESERVE_AHEAD: usize = 1 << 20;
 
 /// Reads at most the first 64 KiB of an error body, and stops at the
 /// deadline with what has arrived: the status already says what happened,
@@ -21,7 +26,7 @@ use crate::refusal::failure::{Failure, classify};
 /// A head that did not reach the end of the body may end in the middle of a
 /// token, where no concealer can recognise it; it is cut back to its last
 /// whitespace, since no form of a token holds any.
-pub(super) async fn read_head(mut response: Response, deadline: Deadline) -> Vec<u8> {
+pub(super) async fn read_head(response: &mut impl Incoming, deadline: Deadline) -> Vec<u8> {
     let mut head = Vec::new();
     let complete = loop {
         if head.len() >= DETAIL_READ_LIMIT {
@@ -47,7 +52,7 @@ pub(super) async fn read_head(mut response: Response, deadline: Deadline) -> Vec
 /// refused, having never held more than `cap`. A failure comes with how
 /// many bytes had arrived.
 pub(super) async fn read_capped(
-    mut response: Response,
+    response: &mut impl Incoming,
     cap: u64,
     deadline: Deadline,
     meter: &Meter,
@@ -57,16 +62,12 @@ pub(super) async fn read_capped(
         .content_length()
         .and_then(|len| usize::try_from(len).ok())
         .unwrap_or(8 * 1024);
-    let mut body = Vec::with_capacity(expected.min(cap_bytes));
+    let mut body = Vec::with_capacity(expected.min(cap_bytes).min(RESERVE_AHEAD));
     let mut arrived: u64 = 0;
     // One timer for the whole body, not one per chunk: a timer is set and
     // cleared in the runtime's wheel each time.
     let read = async {
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|error| classify(&error, deadline.ms(), false))?
-        {
+        while let Some(chunk) = response.chunk().await? {
             meter.received(chunk.len());
             arrived = arrived.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
             if chunk.len() > cap_bytes - body.len() {

@@ -24,10 +24,11 @@
 //!
 //! The files follow the client's own seams: the handle ([`HttpTransport`],
 //! `handle.rs`), its builder (`builder.rs`), one call with options of its
-//! own (`call.rs`), the send loop (`run.rs`), the door every header enters
-//! through (`door.rs`), the bounded reads of a body (`body.rs`), what a
-//! caller may add to the request (`headers.rs`) and the one deadline of a
-//! send (`deadline.rs`).
+//! own (`call.rs`), the send loop (`run.rs`), what one attempt's reply
+//! becomes (`reply.rs`, reading any `Incoming` answer), the door every
+//! header enters through (`door.rs`), the bounded reads of a body
+//! (`body.rs`), what a caller may add to the request (`headers.rs`) and the
+//! one deadline of a send (`deadline.rs`).
 
 mod body;
 mod builder;
@@ -36,6 +37,8 @@ mod deadline;
 mod door;
 mod handle;
 pub(crate) mod headers;
+pub(crate) mod incoming;
+pub(crate) mod reply;
 mod run;
 
 use std::future::Future;

@@ -6,30 +6,24 @@
 //! whether an outcome is tried again is `retry::decide`, and every word of
 //! a refusal is `refusal`'s.
 
-use std::time::SystemTime;
-
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio::time::{Instant, timeout_at};
 use tracing::Instrument;
 
-use super::body::{read_capped, read_head};
 use super::deadline::Deadline;
-use super::door::at_the_door;
 use super::handle::HttpTransport;
 use super::headers::IdempotencyKey;
+use super::incoming::Wire;
+use super::reply::{Missed, Reading, Received};
 use crate::answer::Answer;
 use crate::config::Target;
 use crate::limits::{Gate, Seen};
 use crate::refusal::Refusal;
-use crate::refusal::evidence::request_id::shown_request_id;
-use crate::refusal::evidence::retry::exhausted;
-use crate::refusal::failure::{
-    Answered, Failure, classify, refusal_after_head, refusal_for_failure,
-};
-use crate::refusal::status::refusal_for_status;
+use crate::refusal::failure::{Failure, classify, refusal_for_failure};
+use crate::refusal::site::Site;
 use crate::refusal::{held, history};
-use crate::retry::{self, Outcome, Retry};
+use crate::retry::{self, Retry};
 
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.
@@ -49,23 +43,6 @@ enum Reach {
     Held,
     /// Refused before sending for what the configuration or the call is.
     Unsent,
-}
-
-/// An answer as one attempt read it.
-struct Received {
-    status: u16,
-    text: String,
-    request_id: Option<String>,
-    /// How long the answer's rate-limit fields say nothing is left.
-    exhausted: Option<std::time::Duration>,
-}
-
-/// One attempt that did not end in an answer: its refusal, what it means
-/// for a retry, and a few words for the list of attempts.
-struct Missed {
-    refusal: Refusal,
-    outcome: Outcome,
-    short: String,
 }
 
 impl HttpTransport {
@@ -287,11 +264,6 @@ impl HttpTransport {
         deadline: Deadline,
     ) -> Result<Received, Missed> {
         let site = &target.site;
-        let failed = |failure: Failure| Missed {
-            refusal: refusal_for_failure(site, &failure),
-            outcome: failure.outcome(),
-            short: failure.short(),
-        };
         let request = self
             .inner
             .client
@@ -299,70 +271,36 @@ impl HttpTransport {
             .headers(headers)
             .body(body);
         let response = match timeout_at(deadline.at(), request.send()).await {
-            Err(_) => return Err(failed(Failure::Deadline { ms: deadline.ms() })),
+            Err(_) => {
+                return Err(Missed::failed(
+                    site,
+                    Failure::Deadline { ms: deadline.ms() },
+                ));
+            }
             Ok(Err(error)) => {
                 let via_proxy = site.proxy().is_some();
-                return Err(failed(classify(&error, deadline.ms(), via_proxy)));
+                return Err(Missed::failed(
+                    site,
+                    classify(&error, deadline.ms(), via_proxy),
+                ));
             }
             Ok(Ok(response)) => response,
         };
-
-        let status = response.status().as_u16();
-        let concealer = &self.inner.concealer;
-        let headers = at_the_door(response.headers(), concealer);
-        if !response.status().is_success() {
-            let head = read_head(response, deadline).await;
-            self.inner.meter.received(head.len());
-            let refusal = refusal_for_status(site, status, &headers, &head, SystemTime::now())
-                .unwrap_or_else(|| failed(Failure::Other).refusal);
-            let outcome = Outcome::Status(status, refusal.retry_after());
-            return Err(Missed {
-                refusal,
-                outcome,
-                short: format!("HTTP {status}"),
-            });
-        }
-
-        // The engine has answered: a failure from here on keeps the status
-        // and says how much of the answer arrived.
-        let after_head = |failure: Failure, bytes: u64| {
-            let answered = Answered {
-                status,
-                bytes,
-                events: None,
-            };
-            Missed {
-                refusal: refusal_after_head(site, &failure, answered),
-                outcome: failure.outcome(),
-                short: failure.short(),
-            }
-        };
-        let cap = self.inner.max_answer_bytes;
-        if let Some(declared) = response.content_length().filter(|len| *len > cap) {
-            let failure = Failure::AnswerTooLarge {
-                cap,
-                declared: Some(declared),
-            };
-            return Err(after_head(failure, 0));
-        }
-        let request_id = shown_request_id(&headers, concealer);
-        let exhausted = exhausted(&headers);
-        let body = read_capped(response, cap, deadline, &self.inner.meter)
+        let ms = deadline.ms();
+        self.reading(site, deadline)
+            .reply(Wire { response, ms })
             .await
-            .map_err(|(failure, bytes)| after_head(failure, bytes))?;
-        let bytes = u64::try_from(body.len()).unwrap_or(u64::MAX);
-        let text =
-            String::from_utf8(body).map_err(|_| after_head(Failure::AnswerNotUtf8, bytes))?;
-        let text = match concealer.conceal(&text) {
-            std::borrow::Cow::Borrowed(_) => text,
-            std::borrow::Cow::Owned(concealed) => concealed,
-        };
-        Ok(Received {
-            status,
-            text,
-            request_id,
-            exhausted,
-        })
+    }
+
+    /// Where this transport reads a reply for `site`.
+    fn reading<'a>(&'a self, site: &'a Site, deadline: Deadline) -> Reading<'a> {
+        Reading {
+            site,
+            concealer: &self.inner.concealer,
+            meter: &self.inner.meter,
+            cap: self.inner.max_answer_bytes,
+            deadline,
+        }
     }
 }
 

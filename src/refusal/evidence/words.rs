@@ -9,6 +9,9 @@
 //! and control characters are turned into spaces so a quoted line cannot
 //! drive a terminal.
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
 use crate::conceal::Concealer;
 use crate::conceal::escapes::decode_char_refs;
 use crate::text::{bound_whole, tame};
@@ -47,46 +50,92 @@ fn first_line(text: &str) -> &str {
         .unwrap_or("")
 }
 
+/// The fields of a JSON error body the crate reads, borrowed from the text.
+/// Every other field is skipped without being built, and these are parsed
+/// only when read: a 64 KiB body costs the few strings kept, not a tree of
+/// values (256 sends at once each holding one was most of a fault soak's
+/// memory).
+#[derive(Deserialize)]
+struct ErrorBody<'a> {
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error_description: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    title: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    detail: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    code: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<&'a RawValue>,
+}
+
+/// `{"error": {"message": …, "code": …, "type": …}}`.
+#[derive(Deserialize)]
+struct ErrorObject<'a> {
+    #[serde(borrow, default)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    code: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<&'a RawValue>,
+}
+
+impl<'a> ErrorBody<'a> {
+    /// The body as a JSON object of the error shapes, when it is one.
+    fn parse(text: &'a str) -> Option<ErrorBody<'a>> {
+        let trimmed = text.trim_start();
+        if !trimmed.starts_with('{') {
+            return None;
+        }
+        serde_json::from_str(trimmed).ok()
+    }
+
+    /// `error`, when it is an object.
+    fn error_object(&self) -> Option<ErrorObject<'a>> {
+        self.error
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+}
+
+/// A field's string value, trimmed; `None` when it is absent, not a
+/// string, or blank.
+fn text(raw: Option<&RawValue>) -> Option<String> {
+    let value: String = serde_json::from_str(raw?.get()).ok()?;
+    let value = value.trim();
+    (!value.is_empty()).then(|| value.to_owned())
+}
+
 /// The message of the common JSON error shapes: RFC 9457 problem details
 /// (`title`, `detail`), `{"error": {"message": …}}`, `{"error": "<code>",
 /// "error_description" | "message": "…"}` (OAuth, Express), `{"error":
 /// "…"}`, `{"message": …}`, `{"detail": …}`.
-pub(crate) fn json_message(text: &str) -> Option<String> {
-    let trimmed = text.trim_start();
-    if !trimmed.starts_with('{') {
-        return None;
+pub(crate) fn json_message(text_in: &str) -> Option<String> {
+    let body = ErrorBody::parse(text_in)?;
+    if let Some(message) = body.error_object().and_then(|error| text(error.message)) {
+        return Some(message);
     }
-    let value: serde_json::Value = serde_json::from_str(trimmed).ok()?;
-    let text_at = |v: &serde_json::Value, key: &str| {
-        v.get(key)
-            .and_then(serde_json::Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
-    if let Some(error) = value.get("error") {
-        if let Some(message) = text_at(error, "message") {
-            return Some(message);
-        }
-        if let Some(code) = error.as_str().map(str::trim).filter(|s| !s.is_empty()) {
-            // A string `error` is a code (OAuth's `invalid_token`, RFC 6749
-            // §5.2; an Express app's `SyntaxError`); the sentence beside it
-            // is what the engine said.
-            let beside = ["error_description", "message", "detail"]
-                .into_iter()
-                .find_map(|key| text_at(&value, key));
-            return Some(match beside {
-                Some(sentence) => format!("{sentence} ({code})"),
-                None => code.to_owned(),
-            });
-        }
+    if let Some(code) = text(body.error) {
+        // A string `error` is a code (OAuth's `invalid_token`, RFC 6749
+        // §5.2; an Express app's `SyntaxError`); the sentence beside it is
+        // what the engine said.
+        let beside = [body.error_description, body.message, body.detail]
+            .into_iter()
+            .find_map(text);
+        return Some(match beside {
+            Some(sentence) => format!("{sentence} ({code})"),
+            None => code,
+        });
     }
-    match (text_at(&value, "title"), text_at(&value, "detail")) {
+    match (text(body.title), text(body.detail)) {
         (Some(title), Some(detail)) => return Some(format!("{title}: {detail}")),
         (None, Some(detail)) => return Some(detail),
         _ => {}
     }
-    text_at(&value, "message").or_else(|| text_at(&value, "title"))
+    text(body.message).or_else(|| text(body.title))
 }
 
 /// The words of an HTML error page: its `<title>`, else its first line of
@@ -98,7 +147,6 @@ pub(crate) fn html_text(text: &str) -> Option<String> {
     if !trimmed.starts_with('<') {
         return None;
     }
-    let lower = trimmed.to_ascii_lowercase();
     let looks_html = [
         "<!doctype html",
         "<html",
@@ -110,18 +158,14 @@ pub(crate) fn html_text(text: &str) -> Option<String> {
         "<div",
     ]
     .iter()
-    .any(|tag| lower.starts_with(tag));
+    .any(|tag| starts_with_ci(trimmed, tag));
     if !looks_html {
         return None;
     }
-    if let Some(start) = lower.find("<title") {
-        let open_end = lower[start..].find('>').map(|i| start + i + 1);
+    if let Some(start) = find_ci(trimmed, 0, "<title") {
+        let open_end = trimmed[start..].find('>').map(|i| start + i + 1);
         if let Some(open_end) = open_end {
-            let close = lower[open_end..]
-                .find("</title")
-                .map_or(lower.len(), |i| open_end + i);
-            // `lower` has the same byte offsets as `trimmed`: ASCII lowering
-            // changes no lengths.
+            let close = find_ci(trimmed, open_end, "</title").unwrap_or(trimmed.len());
             let title = decode_char_refs(trimmed.get(open_end..close).unwrap_or(""));
             let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
             if !title.is_empty() {
@@ -129,31 +173,53 @@ pub(crate) fn html_text(text: &str) -> Option<String> {
             }
         }
     }
-    // The first text outside tags. `lower` has the same byte offsets as
-    // `trimmed` (ASCII lowering changes no lengths), so one lowered copy
-    // serves every case-insensitive search and the walk stays linear.
+    // The first text outside tags. Every search is case-insensitive in
+    // place (tags are ASCII), so no lowered copy of the page is made and
+    // the walk stays linear.
     let mut at = 0;
     loop {
-        let open = lower[at..].find('<').map_or(lower.len(), |i| at + i);
+        let open = trimmed[at..].find('<').map_or(trimmed.len(), |i| at + i);
         let line = decode_char_refs(first_line(trimmed.get(at..open).unwrap_or("")));
         if !line.is_empty() {
             return Some(line);
         }
-        if open >= lower.len() {
+        if open >= trimmed.len() {
             return None;
         }
         let from = match ["script", "style"]
             .into_iter()
-            .find(|name| lower[open + 1..].starts_with(name))
+            .find(|name| starts_with_ci(&trimmed[open + 1..], name))
         {
             // An unclosed script runs to the end of what was read.
-            Some(name) => open + lower[open..].find(&format!("</{name}"))? + 2,
+            Some(name) => find_ci(trimmed, open, &format!("</{name}"))? + 2,
             None => open + 1,
         };
-        at = lower[from..]
+        at = trimmed[from..]
             .find('>')
-            .map_or(lower.len(), |close| from + close + 1);
+            .map_or(trimmed.len(), |close| from + close + 1);
     }
+}
+
+/// Whether `text` starts with `prefix` (ASCII, lower case), case ignored.
+fn starts_with_ci(text: &str, prefix: &str) -> bool {
+    text.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+}
+
+/// Where `needle` (ASCII, lower case, starting with `<`) first occurs in
+/// `text` at or after `from`, case ignored.
+fn find_ci(text: &str, from: usize, needle: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut at = from;
+    while let Some(offset) = memchr::memchr(b'<', bytes.get(at..)?) {
+        let start = at + offset;
+        if starts_with_ci(&text[start..], needle) {
+            return Some(start);
+        }
+        at = start + 1;
+    }
+    None
 }
 
 /// The codes an engine uses for an account with no credit left, rather than
@@ -174,24 +240,19 @@ const CREDIT_CODES: [&str; 6] = [
 /// in `insufficient-credit`), scrubbed and bounded for the reason; `None`
 /// when the body names none. `text` is the head of the body, already
 /// concealed.
-pub(crate) fn credit_code(text: &str, concealer: &Concealer) -> Option<String> {
-    let trimmed = text.trim_start();
-    if !trimmed.starts_with('{') {
-        return None;
-    }
-    let value: serde_json::Value = serde_json::from_str(trimmed).ok()?;
-    let error = value.get("error");
+pub(crate) fn credit_code(body_text: &str, concealer: &Concealer) -> Option<String> {
+    let body = ErrorBody::parse(body_text)?;
+    let error = body.error_object();
     let candidates = [
-        error.and_then(|e| e.get("code")),
-        error.and_then(|e| e.get("type")),
-        error,
-        value.get("code"),
-        value.get("type"),
+        error.as_ref().and_then(|e| e.code),
+        error.as_ref().and_then(|e| e.kind),
+        body.error,
+        body.code,
+        body.kind,
     ];
     candidates
         .into_iter()
-        .flatten()
-        .filter_map(serde_json::Value::as_str)
+        .filter_map(text)
         .find(|code| {
             let folded = code.to_ascii_lowercase().replace('-', "_");
             CREDIT_CODES.iter().any(|name| folded.contains(name))
@@ -199,12 +260,14 @@ pub(crate) fn credit_code(text: &str, concealer: &Concealer) -> Option<String> {
         // A problem type is a URI; its last segment is the code, and the
         // rest would be scrubbed to a host anyway.
         .map(|code| {
-            code.trim_end_matches('/')
+            let last = code
+                .trim_end_matches('/')
                 .rsplit('/')
                 .next()
-                .unwrap_or(code)
+                .unwrap_or(&code)
+                .to_owned();
+            engine_value(last.as_bytes(), concealer, CODE_LIMIT)
         })
-        .map(|code| engine_value(code.as_bytes(), concealer, CODE_LIMIT))
 }
 
 /// How many characters of an error code a reason quotes.

@@ -1,0 +1,125 @@
+//! What one attempt's reply becomes: an answer, or the refusal of its
+//! status, or of what failed while its body was read.
+//!
+//! Everything the engine sent enters through the door first (its headers
+//! concealed), then the status decides: a `2xx` body is read to its cap and
+//! concealed; anything else has its head read for the engine's words and
+//! becomes the wire table's refusal. Once the engine has answered, a
+//! failure keeps the status and says how far the answer got.
+
+use std::borrow::Cow;
+use std::time::{Duration, SystemTime};
+
+use super::body::{read_capped, read_head};
+use super::deadline::Deadline;
+use super::door::at_the_door;
+use super::incoming::Incoming;
+use crate::conceal::Concealer;
+use crate::meter::Meter;
+use crate::refusal::Refusal;
+use crate::refusal::evidence::request_id::shown_request_id;
+use crate::refusal::evidence::retry::exhausted;
+use crate::refusal::failure::{Answered, Failure, refusal_after_head, refusal_for_failure};
+use crate::refusal::site::Site;
+use crate::refusal::status::refusal_for_status;
+use crate::retry::Outcome;
+
+/// An answer as one attempt read it.
+pub(crate) struct Received {
+    pub(crate) status: u16,
+    pub(crate) text: String,
+    pub(crate) request_id: Option<String>,
+    /// How long the answer's rate-limit fields say nothing is left.
+    pub(crate) exhausted: Option<Duration>,
+}
+
+/// One attempt that did not end in an answer: its refusal, what it means
+/// for a retry, and a few words for the list of attempts.
+pub(crate) struct Missed {
+    pub(crate) refusal: Refusal,
+    pub(crate) outcome: Outcome,
+    pub(crate) short: String,
+}
+
+impl Missed {
+    /// A failure before any answer arrived.
+    pub(crate) fn failed(site: &Site, failure: Failure) -> Missed {
+        Missed {
+            refusal: refusal_for_failure(site, &failure),
+            outcome: failure.outcome(),
+            short: failure.short(),
+        }
+    }
+}
+
+/// Where a reply is read: the site it answers for, and the transport's
+/// concealer, meter, cap and the send's deadline.
+pub(crate) struct Reading<'a> {
+    pub(crate) site: &'a Site,
+    pub(crate) concealer: &'a Concealer,
+    pub(crate) meter: &'a Meter,
+    pub(crate) cap: u64,
+    pub(crate) deadline: Deadline,
+}
+
+impl Reading<'_> {
+    /// The reply of one attempt, read or refused.
+    pub(crate) async fn reply(&self, mut incoming: impl Incoming) -> Result<Received, Missed> {
+        let site = self.site;
+        let status = incoming.status();
+        let headers = at_the_door(incoming.headers(), self.concealer);
+        if !(200..300).contains(&status) {
+            let head = read_head(&mut incoming, self.deadline).await;
+            self.meter.received(head.len());
+            let refusal = refusal_for_status(site, status, &headers, &head, SystemTime::now())
+                .unwrap_or_else(|| Missed::failed(site, Failure::Other).refusal);
+            let outcome = Outcome::Status(status, refusal.retry_after());
+            return Err(Missed {
+                refusal,
+                outcome,
+                short: format!("HTTP {status}"),
+            });
+        }
+
+        // The engine has answered: a failure from here on keeps the status
+        // and says how much of the answer arrived.
+        let after_head = |failure: Failure, bytes: u64| {
+            let answered = Answered {
+                status,
+                bytes,
+                events: None,
+            };
+            Missed {
+                refusal: refusal_after_head(site, &failure, answered),
+                outcome: failure.outcome(),
+                short: failure.short(),
+            }
+        };
+        let cap = self.cap;
+        if let Some(declared) = incoming.content_length().filter(|len| *len > cap) {
+            let failure = Failure::AnswerTooLarge {
+                cap,
+                declared: Some(declared),
+            };
+            return Err(after_head(failure, 0));
+        }
+        let request_id = shown_request_id(&headers, self.concealer);
+        let exhausted = exhausted(&headers);
+        let body = read_capped(&mut incoming, cap, self.deadline, self.meter)
+            .await
+            .map_err(|(failure, bytes)| after_head(failure, bytes))?;
+        let bytes = u64::try_from(body.len()).unwrap_or(u64::MAX);
+        let text =
+            String::from_utf8(body).map_err(|_| after_head(Failure::AnswerNotUtf8, bytes))?;
+        let text = match self.concealer.conceal(&text) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(concealed) => concealed,
+        };
+        Ok(Received {
+            status,
+            text,
+            request_id,
+            exhausted,
+        })
+    }
+}
