@@ -311,7 +311,13 @@ impl HttpTransportBuilder {
             client = client.proxy(Proxy::all(proxy.trim()).map_err(|_| refused())?);
         }
         let client = client.build().map_err(|_| BuildError::Client)?;
+        self.finish(client)
+    }
 
+    /// The transport around a client already set up: the configuration
+    /// settled, its headers checked. The fuzz targets reuse one client for
+    /// every input, since setting up TLS costs more than the rest.
+    pub(crate) fn finish(self, client: Client) -> Result<HttpTransport, BuildError> {
         let env = self.env.unwrap_or_else(Env::from_process);
         let in_code = InCode {
             address: self.address,

@@ -33,13 +33,13 @@
 mod body;
 mod builder;
 mod call;
-mod deadline;
+pub(crate) mod deadline;
 mod door;
 mod handle;
 pub(crate) mod headers;
 pub(crate) mod incoming;
 pub(crate) mod reply;
-mod run;
+pub(crate) mod run;
 
 use std::future::Future;
 use std::pin::Pin;

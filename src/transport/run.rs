@@ -6,6 +6,8 @@
 //! whether an outcome is tried again is `retry::decide`, and every word of
 //! a refusal is `refusal`'s.
 
+use std::future::Future;
+
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio::time::{Instant, timeout_at};
@@ -14,7 +16,7 @@ use tracing::Instrument;
 use super::deadline::Deadline;
 use super::handle::HttpTransport;
 use super::headers::IdempotencyKey;
-use super::incoming::Wire;
+use super::incoming::{Incoming, Wire};
 use super::reply::{Missed, Reading, Received};
 use crate::answer::Answer;
 use crate::config::Target;
@@ -28,10 +30,10 @@ use crate::retry::{self, Retry};
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.
 #[derive(Debug, Default)]
-pub(super) struct Options {
-    pub(super) extra: HeaderMap,
-    pub(super) deadline: Option<std::time::Duration>,
-    pub(super) key: Option<IdempotencyKey>,
+pub(crate) struct Options {
+    pub(crate) extra: HeaderMap,
+    pub(crate) deadline: Option<std::time::Duration>,
+    pub(crate) key: Option<IdempotencyKey>,
 }
 
 /// How far a send got, for the meter.
@@ -63,10 +65,24 @@ impl HttpTransport {
 
     /// One send, metered and traced.
     pub(super) async fn run(&self, body: Bytes, options: Options) -> Result<Answer, Refusal> {
+        let post = Reqwest {
+            client: &self.inner.client,
+        };
+        self.run_with(&post, body, options).await
+    }
+
+    /// One send whose attempts go out through `post`: reqwest, or the fuzz
+    /// targets' script.
+    pub(crate) async fn run_with(
+        &self,
+        post: &impl Post,
+        body: Bytes,
+        options: Options,
+    ) -> Result<Answer, Refusal> {
         let started = Instant::now();
         let span = self.span();
         let (outcome, reach) = self
-            .attempts(body, options, started, &span)
+            .attempts(post, body, options, started, &span)
             .instrument(span.clone())
             .await;
         let elapsed = started.elapsed();
@@ -126,6 +142,7 @@ impl HttpTransport {
     /// wire, for the meter's latency and its count of held sends.
     async fn attempts(
         &self,
+        post: &impl Post,
         body: Bytes,
         options: Options,
         started: Instant,
@@ -177,7 +194,7 @@ impl HttpTransport {
             attempt += 1;
             self.inner.meter.attempt(body.len());
             let sent = self
-                .attempt(target, body.clone(), headers.clone(), deadline)
+                .attempt(post, target, body.clone(), headers.clone(), deadline)
                 .await;
             let now = Instant::now();
             match sent {
@@ -258,38 +275,17 @@ impl HttpTransport {
     /// One request, its answer read or refused.
     async fn attempt(
         &self,
+        post: &impl Post,
         target: &Target,
         body: Bytes,
         headers: HeaderMap,
         deadline: Deadline,
     ) -> Result<Received, Missed> {
         let site = &target.site;
-        let request = self
-            .inner
-            .client
-            .post(site.address().url().clone())
-            .headers(headers)
-            .body(body);
-        let response = match timeout_at(deadline.at(), request.send()).await {
-            Err(_) => {
-                return Err(Missed::failed(
-                    site,
-                    Failure::Deadline { ms: deadline.ms() },
-                ));
-            }
-            Ok(Err(error)) => {
-                let via_proxy = site.proxy().is_some();
-                return Err(Missed::failed(
-                    site,
-                    classify(&error, deadline.ms(), via_proxy),
-                ));
-            }
-            Ok(Ok(response)) => response,
-        };
-        let ms = deadline.ms();
-        self.reading(site, deadline)
-            .reply(Wire { response, ms })
-            .await
+        match post.post(site, headers, body, deadline).await {
+            Ok(reply) => self.reading(site, deadline).reply(reply).await,
+            Err(failure) => Err(Missed::failed(site, failure)),
+        }
     }
 
     /// Where this transport reads a reply for `site`.
@@ -300,6 +296,53 @@ impl HttpTransport {
             meter: &self.inner.meter,
             cap: self.inner.max_answer_bytes,
             deadline,
+        }
+    }
+}
+
+/// How an attempt reaches the engine and gets the head of its answer:
+/// reqwest for every real send, a script for the fuzz targets, which run
+/// the rest of the send loop unchanged.
+pub(crate) trait Post: Sync {
+    /// The answer whose head arrived.
+    type Reply: Incoming;
+
+    /// Sends one request to `site`, or says why no answer's head came by
+    /// the deadline.
+    fn post(
+        &self,
+        site: &Site,
+        headers: HeaderMap,
+        body: Bytes,
+        deadline: Deadline,
+    ) -> impl Future<Output = Result<Self::Reply, Failure>> + Send;
+}
+
+/// The transport's own client.
+struct Reqwest<'a> {
+    client: &'a reqwest::Client,
+}
+
+impl Post for Reqwest<'_> {
+    type Reply = Wire;
+
+    async fn post(
+        &self,
+        site: &Site,
+        headers: HeaderMap,
+        body: Bytes,
+        deadline: Deadline,
+    ) -> Result<Wire, Failure> {
+        let request = self
+            .client
+            .post(site.address().url().clone())
+            .headers(headers)
+            .body(body);
+        let ms = deadline.ms();
+        match timeout_at(deadline.at(), request.send()).await {
+            Err(_) => Err(Failure::Deadline { ms }),
+            Ok(Err(error)) => Err(classify(&error, ms, site.proxy().is_some())),
+            Ok(Ok(response)) => Ok(Wire { response, ms }),
         }
     }
 }
