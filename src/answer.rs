@@ -21,11 +21,26 @@ pub struct Answer {
     request_id: Option<String>,
     attempts: u32,
     elapsed: Duration,
+    /// The response's headers as the door kept them: lower-case names,
+    /// concealed values, none that carries a credential.
+    headers: Vec<(String, String)>,
 }
 
 impl Answer {
     /// An answer from its parts, for a predictor's tests and fakes: one
-    /// attempt, no request id, no time elapsed.
+    /// attempt, no request id, no header, no time elapsed.
+    ///
+    /// ```
+    /// use meterwire::Answer;
+    ///
+    /// let answer = Answer::new(200, "{}")
+    ///     .with_request_id("req-7")
+    ///     .with_attempts(2)
+    ///     .with_header("X-Model", "small");
+    /// assert_eq!(answer.request_id(), Some("req-7"));
+    /// assert_eq!(answer.attempts(), 2);
+    /// assert_eq!(answer.header("x-model"), Some("small"));
+    /// ```
     pub fn new(status: u16, text: impl Into<String>) -> Answer {
         Answer {
             status,
@@ -33,23 +48,51 @@ impl Answer {
             request_id: None,
             attempts: 1,
             elapsed: Duration::ZERO,
+            headers: Vec::new(),
         }
     }
 
+    /// The same answer, with the engine's id for the request.
+    pub fn with_request_id(mut self, id: impl Into<String>) -> Answer {
+        self.request_id = Some(id.into());
+        self
+    }
+
+    /// The same answer, as if it took `attempts` requests.
+    pub fn with_attempts(mut self, attempts: u32) -> Answer {
+        self.attempts = attempts;
+        self
+    }
+
+    /// The same answer, with one more response header (a later one of the
+    /// same name is read first).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Answer {
+        self.headers
+            .push((name.into().to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    /// How the transport builds an answer from what one send received.
     pub(crate) fn received(
         status: u16,
         text: String,
         request_id: Option<String>,
-        attempts: u32,
-        elapsed: Duration,
+        headers: Vec<(String, String)>,
     ) -> Answer {
         Answer {
             status,
             text,
             request_id,
-            attempts,
-            elapsed,
+            attempts: 1,
+            elapsed: Duration::ZERO,
+            headers,
         }
+    }
+
+    /// The same answer, after `elapsed`.
+    pub(crate) fn after(mut self, elapsed: Duration) -> Answer {
+        self.elapsed = elapsed;
+        self
     }
 
     /// The HTTP status, a `2xx`.
@@ -77,6 +120,19 @@ impl Answer {
     /// concealed and bounded, when it sent one.
     pub fn request_id(&self) -> Option<&str> {
         self.request_id.as_deref()
+    }
+
+    /// A response header (name in any case), as the transport received
+    /// it: concealed, as every string the crate produces is. Headers that
+    /// carry a credential (`set-cookie`, `authorization`, `x-api-key`, names
+    /// ending in `-token` or `-secret`, …) are not kept, and a value that is
+    /// not text reads with its invalid bytes replaced.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .rev()
+            .find(|(kept, _)| kept.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
     }
 
     /// How many requests went to the wire for this answer.

@@ -117,6 +117,7 @@ mod meter;
 mod naming;
 mod origin;
 mod refusal;
+mod request;
 mod retry;
 mod text;
 mod token;
@@ -129,6 +130,7 @@ pub use env::Env;
 pub use meter::MeterSnapshot;
 pub use naming::{Naming, NamingError};
 pub use refusal::{Cause, Refusal, Report, UnknownCause};
+pub use request::Request;
 pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
 pub use transport::{
@@ -149,6 +151,7 @@ fn _assert_impls() {
     public::<HttpTransport>();
     public::<HttpTransportBuilder>();
     public::<Call>();
+    public::<Request>();
     public::<Answer>();
     public::<Refusal>();
     public::<Cause>();

@@ -1,6 +1,7 @@
-//! [`Call`]: one send with options of its own.
+//! [`Call`]: one send with options of its own, a [`Request`] bound to the
+//! transport that sends it.
 //!
-//! A call's options are checked when it is sent, with the transport's
+//! A request's options are checked when it is sent, with the transport's
 //! concealer: a header or key that cannot be sent refuses the call with
 //! `engine-unreachable` and nothing sent, naming the option but never a
 //! header's value.
@@ -10,22 +11,23 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use serde::Serialize;
+
 use super::handle::HttpTransport;
 use super::headers::{IdempotencyKey, header_map, shown_name};
 use super::run::Options;
 use crate::answer::Answer;
 use crate::refusal::Refusal;
 use crate::refusal::failure::Failure;
+use crate::request::Request;
 
-/// One send with options of its own, from [`HttpTransport::call`]. Nothing
-/// happens until [`Call::send`].
+/// One send with options of its own, from [`HttpTransport::call`]: a
+/// [`Request`] bound to the transport that will send it. Nothing happens
+/// until [`Call::send`].
 #[must_use = "a call sends nothing until `send().await`"]
 pub struct Call {
     transport: HttpTransport,
-    body: Bytes,
-    headers: Vec<(String, String)>,
-    deadline: Option<Duration>,
-    idempotency_key: Option<String>,
+    request: Request,
 }
 
 /// Shows the call without its body or header values, and its header names
@@ -34,16 +36,20 @@ impl fmt::Debug for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let concealer = self.transport.concealer();
         let names: Vec<String> = self
-            .headers
+            .request
+            .headers()
             .iter()
             .map(|(name, _)| shown_name(name, concealer))
             .collect();
         f.debug_struct("Call")
             .field("transport", &self.transport)
-            .field("body_bytes", &self.body.len())
+            .field("body_bytes", &self.request.get_body().len())
             .field("headers", &names)
-            .field("deadline", &self.deadline)
-            .field("idempotency_key", &self.idempotency_key.is_some())
+            .field("deadline", &self.request.get_deadline())
+            .field(
+                "idempotency_key",
+                &self.request.get_idempotency_key().is_some(),
+            )
             .finish()
     }
 }
@@ -69,11 +75,43 @@ impl HttpTransport {
     pub fn call(&self, body: impl Into<Bytes>) -> Call {
         Call {
             transport: self.clone(),
-            body: body.into(),
-            headers: Vec::new(),
-            deadline: None,
-            idempotency_key: None,
+            request: Request::new(body),
         }
+    }
+
+    /// Checks a request's options with this transport's concealer and
+    /// sends it: a header or key that cannot be sent, a zero deadline or a
+    /// body that could not be serialized refuses it with nothing sent,
+    /// naming the option but never a header's value.
+    pub(super) async fn execute_request(&self, request: Request) -> Result<Answer, Refusal> {
+        if let Some(category) = request.unserializable() {
+            return Err(self.refuse_unsent(Failure::Unserializable(category)));
+        }
+        let concealer = self.concealer();
+        let unsendable = |why: String| self.refuse_unsent(Failure::Unsendable(why));
+        let extra = header_map(request.headers(), concealer)
+            .map_err(|problem| unsendable(problem.describe()))?;
+        let key = match request.get_idempotency_key() {
+            Some(key) => Some(
+                IdempotencyKey::given(key, concealer)
+                    .map_err(|problem| unsendable(problem.describe()))?,
+            ),
+            None => None,
+        };
+        if request
+            .get_deadline()
+            .is_some_and(|deadline| deadline.is_zero())
+        {
+            return Err(unsendable(
+                "the call's deadline is zero, which no engine can meet".to_owned(),
+            ));
+        }
+        let options = Options {
+            extra,
+            deadline: request.get_deadline(),
+            key,
+        };
+        self.run(request.into_body(), options).await
     }
 }
 
@@ -85,14 +123,14 @@ impl Call {
     /// refuse with `engine-unreachable`, nothing sent, the reason naming the
     /// header but never its value.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        self.request = self.request.header(name, value);
         self
     }
 
     /// The deadline of this call, in place of the transport's: connect,
     /// headers and the whole body.
     pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = Some(deadline);
+        self.request = self.request.deadline(deadline);
         self
     }
 
@@ -102,34 +140,36 @@ impl Call {
     /// quotes or backslashes, and a key in which the concealer finds a
     /// secret is refused like a bad header.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
-        self.idempotency_key = Some(key.into());
+        self.request = self.request.idempotency_key(key);
+        self
+    }
+
+    /// Replaces the body with `value` serialized with `serde_json`, as
+    /// reqwest's `RequestBuilder::json` does; a value that cannot be
+    /// serialized makes [`send`](Self::send) refuse with nothing sent.
+    ///
+    /// ```no_run
+    /// # async fn run(transport: meterwire::HttpTransport) {
+    /// #[derive(serde::Serialize)]
+    /// struct Question<'a> {
+    ///     prompt: &'a str,
+    /// }
+    /// let answer = transport
+    ///     .call("")
+    ///     .json(&Question { prompt: "the cat sat on the" })
+    ///     .idempotency_key("order-7")
+    ///     .send()
+    ///     .await;
+    /// # drop(answer);
+    /// # }
+    /// ```
+    pub fn json<T: Serialize + ?Sized>(mut self, value: &T) -> Self {
+        self.request.set_json(value);
         self
     }
 
     /// Sends the call and returns the engine's answer or a refusal.
     pub async fn send(self) -> Result<Answer, Refusal> {
-        let transport = &self.transport;
-        let concealer = transport.concealer();
-        let unsendable = |why: String| transport.refuse_unsent(Failure::Unsendable(why));
-        let extra = header_map(&self.headers, concealer)
-            .map_err(|problem| unsendable(problem.describe()))?;
-        let key = match &self.idempotency_key {
-            Some(key) => Some(
-                IdempotencyKey::given(key, concealer)
-                    .map_err(|problem| unsendable(problem.describe()))?,
-            ),
-            None => None,
-        };
-        if self.deadline.is_some_and(|deadline| deadline.is_zero()) {
-            return Err(unsendable(
-                "the call's deadline is zero, which no engine can meet".to_owned(),
-            ));
-        }
-        let options = Options {
-            extra,
-            deadline: self.deadline,
-            key,
-        };
-        transport.run(self.body, options).await
+        self.transport.execute_request(self.request).await
     }
 }

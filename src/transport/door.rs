@@ -1,45 +1,52 @@
-//! The door: every header of an answer the crate reads is concealed as it
-//! enters, before any parser sees it.
+//! The door: every header of an answer is concealed as it enters, before
+//! any parser sees it, and those that carry a credential are not kept.
 //!
 //! Everything read from the headers (a retry delay, a request id, a
 //! challenge, a redirect's host, rate-limit figures) is read from these, so
 //! no parser can cut a token in half, fold its case, or turn a digits-only
 //! token into a number.
 
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::conceal::Concealer;
-use crate::refusal::evidence::request_id::REQUEST_ID_HEADERS;
 
-/// Every header the crate reads besides the request ids (whose list is
-/// `request_id::REQUEST_ID_HEADERS`): retry hints and their clock,
-/// rate-limit fields, the challenge and a redirect's target.
-const READ_HEADERS: [&str; 10] = [
-    "retry-after",
-    "retry-after-ms",
-    "date",
-    "ratelimit",
-    "ratelimit-remaining",
-    "ratelimit-reset",
-    "x-ratelimit-remaining-requests",
-    "x-ratelimit-reset-requests",
-    "www-authenticate",
-    "location",
+/// Response headers that carry a credential, which the crate keeps for no
+/// one: a cookie the engine sets is the caller's session, not an answer.
+const CREDENTIAL_HEADERS: [&str; 7] = [
+    "set-cookie",
+    "set-cookie2",
+    "cookie",
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
 ];
 
-/// The headers the crate reads, with every value concealed. A value the
-/// concealer changed keeps its `[redacted]` (still a valid header value), so
-/// a parser that reads it finds no number and no token. Headers the crate
-/// does not read are left out: nothing could quote them.
-pub(super) fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
-    let mut concealed = HeaderMap::new();
-    // One pass over the answer's few headers: a lookup of each name the
-    // crate reads would parse and hash twenty names per send.
-    let read = headers.iter().filter(|(name, _)| {
-        let name = name.as_str();
-        READ_HEADERS.contains(&name) || REQUEST_ID_HEADERS.contains(&name)
-    });
-    for (name, value) in read {
+/// Name endings that mark a header as a credential's (`x-auth-token`,
+/// `x-client-secret`); `x-ratelimit-remaining-tokens` ends otherwise.
+const CREDENTIAL_ENDINGS: [&str; 7] = [
+    "-token",
+    "-secret",
+    "-password",
+    "-api-key",
+    "-apikey",
+    "-credential",
+    "-session",
+];
+
+/// Whether a response header carries a credential.
+fn carries_credential(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    CREDENTIAL_HEADERS.contains(&name) || CREDENTIAL_ENDINGS.iter().any(|end| name.ends_with(end))
+}
+
+/// The headers of an answer as the crate keeps them: every one but those
+/// that carry a credential, each value concealed. A value the concealer
+/// changed keeps its `[redacted]` (still a valid header value), so a
+/// parser that reads it finds no number and no token.
+pub(crate) fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
+    let mut concealed = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers.iter().filter(|(name, _)| !carries_credential(name)) {
         let text = String::from_utf8_lossy(value.as_bytes());
         let value = match concealer.conceal(&text) {
             std::borrow::Cow::Borrowed(_) => value.clone(),
@@ -53,4 +60,31 @@ pub(super) fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderM
         concealed.append(name.clone(), value);
     }
     concealed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_left_out_and_the_rest_concealed() {
+        let concealer = Concealer::new(["mw-door-0123456789"]);
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            ("set-cookie", "session=abc"),
+            ("x-auth-token", "t"),
+            ("x-ratelimit-remaining-tokens", "10"),
+            ("x-echo", "mw-door-0123456789"),
+        ] {
+            headers.append(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+        let kept = at_the_door(&headers, &concealer);
+        assert!(kept.get("set-cookie").is_none());
+        assert!(kept.get("x-auth-token").is_none());
+        assert_eq!(kept["x-ratelimit-remaining-tokens"], "10");
+        assert_eq!(kept["x-echo"], "[redacted]");
+    }
 }

@@ -19,7 +19,7 @@ use crate::config::Target;
 use crate::limits::Limits;
 use crate::meter::{Meter, MeterSnapshot};
 use crate::refusal::Refusal;
-use crate::refusal::failure::{self, Failure};
+use crate::request::Request;
 use crate::retry::RetryPolicy;
 
 /// Sends JSON bodies to one engine for one scope, and turns what comes back
@@ -134,12 +134,6 @@ impl HttpTransport {
     /// # }
     /// ```
     pub async fn send_json<T: Serialize + ?Sized>(&self, request: &T) -> Result<Answer, Refusal> {
-        match serde_json::to_vec(request) {
-            Ok(body) => self.run(Bytes::from(body), Default::default()).await,
-            Err(error) => {
-                Err(self
-                    .refuse_unsent(Failure::Unserializable(failure::serialize_category(&error))))
-            }
-        }
+        self.execute_request(Request::json(request)).await
     }
 }

@@ -53,7 +53,10 @@ pub use call::Call;
 pub use handle::HttpTransport;
 
 use crate::answer::Answer;
-use crate::refusal::Refusal;
+use crate::meter::MeterSnapshot;
+use crate::naming::Naming;
+use crate::refusal::{Cause, Refusal};
+use crate::request::Request;
 
 /// The deadline when none is set: 30 seconds for connect, headers and body.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(30_000);
@@ -64,38 +67,57 @@ pub const DEFAULT_MAX_ANSWER_BYTES: u64 = 32 * 1024 * 1024;
 /// The `user-agent` every request carries: the crate and its version.
 pub const USER_AGENT: &str = concat!("meterwire/", env!("CARGO_PKG_VERSION"));
 
-/// What a predictor depends on: send a body, get an answer or a refusal.
+/// What a predictor depends on: send a body (or a [`Request`], a body with
+/// options of its own), get an answer or a refusal.
 ///
 /// [`HttpTransport`] is the real one. It is implemented for `&T`, `Arc<T>`
-/// and `Box<T>` too, so a predictor can hold `Arc<dyn Transport>` and its
-/// tests can pass a fake with canned answers and refusals:
+/// and `Box<T>` too, so a predictor can hold `Arc<dyn Transport>`, give
+/// each send its deadline, key and headers through [`Transport::execute`],
+/// read the meter, and its tests can pass a fake that checks what it was
+/// given:
 ///
 /// ```
 /// use std::future::Future;
 /// use std::pin::Pin;
-/// use std::sync::Arc;
-/// use meterwire::{Answer, Bytes, Cause, Refusal, Transport};
+/// use std::sync::{Arc, Mutex};
+/// use meterwire::{Answer, Bytes, Refusal, Request, Transport};
 ///
-/// struct OutOfCredit;
+/// /// Answers every request, and keeps the keys it was given.
+/// #[derive(Default)]
+/// struct Fake {
+///     keys: Mutex<Vec<Option<String>>>,
+/// }
 ///
-/// impl Transport for OutOfCredit {
+/// impl Transport for Fake {
 ///     fn send(
 ///         &self,
-///         _body: Bytes,
+///         body: Bytes,
 ///     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
-///         Box::pin(async {
-///             Err(Refusal::new(
-///                 Cause::EngineOutOfCredit,
-///                 "HTTP 402: out of credit",
-///                 "fund the account of the token in CHANT_BEHAVIOUR_TOKEN",
-///                 Some("CHANT_BEHAVIOUR_ENGINE".to_owned()),
-///             ))
-///         })
+///         self.execute(Request::new(body))
+///     }
+///
+///     fn execute(
+///         &self,
+///         request: Request,
+///     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+///         let key = request.get_idempotency_key().map(str::to_owned);
+///         self.keys.lock().unwrap().push(key);
+///         Box::pin(async { Ok(Answer::new(200, r#"{"next": "mat"}"#).with_request_id("req-1")) })
 ///     }
 /// }
 ///
-/// let shared: Arc<dyn Transport> = Arc::new(OutOfCredit);
-/// # let _ = &shared;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let fake = Arc::new(Fake::default());
+/// let transport: Arc<dyn Transport> = fake.clone();
+/// let answer = transport
+///     .execute(Request::new("{}").idempotency_key("order-7"))
+///     .await
+///     .expect("the fake answers");
+/// assert_eq!(answer.request_id(), Some("req-1"));
+/// assert_eq!(*fake.keys.lock().unwrap(), [Some("order-7".to_owned())]);
+/// assert!(transport.meter().is_none(), "a fake keeps no meter");
+/// # }
 /// ```
 pub trait Transport: Send + Sync {
     /// Sends `body` and returns the engine's answer or a refusal.
@@ -103,6 +125,45 @@ pub trait Transport: Send + Sync {
         &self,
         body: Bytes,
     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>>;
+
+    /// Sends `request`, with its options: its headers, deadline and
+    /// idempotency key. The default sends the body alone (a fake need only
+    /// write [`send`](Transport::send)); a body [`Request::json`] could not
+    /// serialize is refused with nothing sent.
+    fn execute(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        match request.unserializable() {
+            Some(category) => {
+                let refusal = unserializable(category);
+                Box::pin(async move { Err(refusal) })
+            }
+            None => self.send(request.into_body()),
+        }
+    }
+
+    /// What the transport has done so far, when it keeps a meter;
+    /// [`HttpTransport`] does, a fake need not (the default is `None`).
+    fn meter(&self) -> Option<MeterSnapshot> {
+        None
+    }
+}
+
+/// The refusal of a body that could not be serialized, for a transport
+/// that has no address to name: the default [`Transport::execute`].
+fn unserializable(category: &str) -> Refusal {
+    Refusal::new(
+        Cause::EngineUnreachable,
+        format!(
+            "the request body could not be serialized as JSON ({category}), so nothing was sent"
+        ),
+        format!(
+            "fix the request type the predictor serializes, so that serde_json can write it as JSON; nothing was sent to the engine (its address is read from {} by default)",
+            Naming::default().engine_variable()
+        ),
+        None,
+    )
 }
 
 impl<T: Transport + ?Sized> Transport for &T {
@@ -111,6 +172,17 @@ impl<T: Transport + ?Sized> Transport for &T {
         body: Bytes,
     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         (**self).send(body)
+    }
+
+    fn execute(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        (**self).execute(request)
+    }
+
+    fn meter(&self) -> Option<MeterSnapshot> {
+        (**self).meter()
     }
 }
 
@@ -121,6 +193,17 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         (**self).send(body)
     }
+
+    fn execute(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        (**self).execute(request)
+    }
+
+    fn meter(&self) -> Option<MeterSnapshot> {
+        (**self).meter()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -130,6 +213,17 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         (**self).send(body)
     }
+
+    fn execute(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        (**self).execute(request)
+    }
+
+    fn meter(&self) -> Option<MeterSnapshot> {
+        (**self).meter()
+    }
 }
 
 impl Transport for HttpTransport {
@@ -138,5 +232,16 @@ impl Transport for HttpTransport {
         body: Bytes,
     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         Box::pin(HttpTransport::send(self, body))
+    }
+
+    fn execute(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+        Box::pin(self.execute_request(request))
+    }
+
+    fn meter(&self) -> Option<MeterSnapshot> {
+        Some(HttpTransport::meter(self))
     }
 }

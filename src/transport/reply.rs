@@ -29,6 +29,8 @@ pub(crate) struct Received {
     pub(crate) status: u16,
     pub(crate) text: String,
     pub(crate) request_id: Option<String>,
+    /// Its headers, as the door kept them.
+    pub(crate) headers: Vec<(String, String)>,
     /// How long the answer's rate-limit fields say nothing is left.
     pub(crate) exhausted: Option<Duration>,
 }
@@ -119,7 +121,20 @@ impl Reading<'_> {
             status,
             text,
             request_id,
+            headers: kept(&headers),
             exhausted,
         })
     }
+}
+
+/// The headers the door kept, as an answer holds them: names as HTTP/2
+/// writes them (lower case), values as text.
+fn kept(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), value)
+        })
+        .collect()
 }

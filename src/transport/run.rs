@@ -210,9 +210,10 @@ impl HttpTransport {
                         answer.status,
                         answer.text,
                         answer.request_id,
-                        attempt,
-                        started.elapsed(),
-                    );
+                        answer.headers,
+                    )
+                    .with_attempts(attempt)
+                    .after(started.elapsed());
                     return (Ok(answer), Reach::Wire);
                 }
                 Err(missed) => {
