@@ -1,7 +1,9 @@
-//! A predictor in a page: a typed question and answer, one transport shared
-//! by every task, and every cause handled. It starts its own engine on
-//! 127.0.0.1, so `cargo run --example predict` needs nothing else.
-use meterwire::{Cause, Env, HttpTransport, SecretString};
+//! A predictor in a page: typed questions and answers, one `Arc<dyn
+//! Transport>` shared by every task with options per call, every cause
+//! handled. Its engine runs on 127.0.0.1, so it needs nothing else.
+use std::{sync::Arc, time::Duration};
+
+use meterwire::{Cause, Env, HttpTransport, Request, SecretString, Transport};
 use serde::{Deserialize, Serialize};
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -10,7 +12,6 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 struct Question<'a> {
     prompt: &'a str,
 }
-
 #[derive(Deserialize)]
 struct Prediction {
     next: String,
@@ -18,15 +19,12 @@ struct Prediction {
 }
 
 /// One prediction, or `None` with the operator told what to do.
-async fn predict(transport: &HttpTransport, prompt: &str) -> Option<Prediction> {
-    let refusal = match transport.send_json(&Question { prompt }).await {
-        Ok(answer) => match answer.json::<Prediction>() {
-            Ok(prediction) => return Some(prediction),
-            Err(error) => {
-                eprintln!("{prompt:?}: the engine answered, but not a prediction: {error}");
-                return None;
-            }
-        },
+async fn predict(transport: &dyn Transport, prompt: &str, n: usize) -> Option<Prediction> {
+    let request = Request::json(&Question { prompt })
+        .deadline(Duration::from_secs(5)) // this call's own deadline
+        .idempotency_key(format!("predict-{n}")); // a repeat is recognised, not billed twice
+    let refusal = match transport.execute(request).await {
+        Ok(answer) => return answer.json().ok(), // the predictor validates the shape
         Err(refusal) => refusal,
     };
     let what = match refusal.cause() {
@@ -53,24 +51,28 @@ async fn main() -> Result<(), meterwire::BuildError> {
         let reply = ResponseTemplate::new(status).set_body_raw(body, "application/json");
         mock.respond_with(reply).mount(&engine).await;
     }
-    let transport = HttpTransport::builder("predict-example")
-        .address(format!("{}/v1/predict", engine.uri()))
-        .token(SecretString::from("mw-example-0123456789"))
-        .header("engine-version", "2025-01-01")
-        .build()?;
+    let transport: Arc<dyn Transport> = Arc::new(
+        HttpTransport::builder("predict-example")
+            .address(format!("{}/v1/predict", engine.uri()))
+            .token(SecretString::from("mw-example-0123456789"))
+            .header("engine-version", "2025-01-01")
+            .build()?,
+    );
     let prompts = ["the cat sat on", "spend it", "hurry up", "crash now"];
-    let tasks = prompts.map(|prompt| {
-        let transport = transport.clone(); // clones share one pool
-        tokio::spawn(async move { (prompt, predict(&transport, prompt).await) })
+    let tasks = prompts.into_iter().enumerate().map(|(n, prompt)| {
+        let transport = transport.clone(); // clones share one pool and one meter
+        tokio::spawn(async move { (prompt, predict(&*transport, prompt, n).await) })
     });
-    for task in tasks {
-        if let Ok((prompt, Some(prediction))) = task.await {
-            let sure = prediction.confidence * 100.0;
-            println!("{prompt:?} -> {:?} ({sure:.0}% sure)", prediction.next);
+    for task in Vec::from_iter(tasks) {
+        if let Ok((prompt, Some(Prediction { next, confidence }))) = task.await {
+            println!("{prompt:?} -> {next:?} ({:.0}% sure)", confidence * 100.0);
         }
+    }
+    if let Some(meter) = transport.meter() {
+        println!("{} sends, {} answers", meter.sends(), meter.answers());
     }
     // No address and no token anywhere: refused before anything is sent.
     let unset = HttpTransport::builder("predict-example").env(Env::new());
-    predict(&unset.build()?, "the cat sat on").await;
+    predict(&unset.build()?, "the cat sat on", 9).await;
     Ok(())
 }

@@ -105,6 +105,8 @@
 
 mod address;
 mod answer;
+#[cfg(feature = "blocking")]
+pub mod blocking;
 mod clock;
 mod conceal;
 mod config;
@@ -164,5 +166,11 @@ fn _assert_impls() {
     public::<BuildError>();
     public::<RetryPolicy>();
     public::<MeterSnapshot>();
+    #[cfg(feature = "blocking")]
+    {
+        public::<blocking::HttpTransport>();
+        public::<blocking::HttpTransportBuilder>();
+        public::<blocking::Call>();
+    }
     fn object_safe(_: &dyn Transport) {}
 }

@@ -177,7 +177,10 @@ fn millis<S: serde::Serializer>(
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     match value {
-        Some(duration) => serializer.serialize_f64(duration.as_secs_f64() * 1000.0),
+        // Whole microseconds over a thousand, the closest float, which
+        // prints as the decimal itself: `110.975`, never
+        // `110.97500000000001`.
+        Some(duration) => serializer.serialize_f64(duration.as_micros() as f64 / 1000.0),
         None => serializer.serialize_none(),
     }
 }

@@ -38,10 +38,42 @@ use crate::token::{Token, UnusableToken};
 /// assert!(Naming::new("ACME", "ACME_ENGINE").is_err());
 /// # Ok::<(), meterwire::NamingError>(())
 /// ```
+///
+/// Or two explicit lists, for an engine whose vendor named the variables
+/// already:
+///
+/// ```
+/// use meterwire::{Env, HttpTransport, Naming};
+///
+/// let naming = Naming::from_variables(["OPENAI_BASE_URL"], ["OPENAI_API_KEY"])?;
+/// let transport = HttpTransport::builder("acme")
+///     .naming(naming)
+///     .env(Env::from_pairs([
+///         ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/chat/completions"),
+///         ("OPENAI_API_KEY", "sk-test-0123456789abcdef"),
+///     ]))
+///     .build()
+///     .expect("builds");
+/// assert!(transport.refusal().is_none());
+/// // One variable read as both an address and a token is refused.
+/// assert!(Naming::from_variables(["SHARED_VALUE"], ["SHARED_VALUE"]).is_err());
+/// # Ok::<(), meterwire::NamingError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Naming {
-    prefix: String,
-    stem: String,
+    kind: Kind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `PREFIX_ENGINE_SCOPE`, `PREFIX_ENGINE`, `STEM_ENGINE`, and the same
+    /// with `TOKEN`.
+    Pattern { prefix: String, stem: String },
+    /// Two lists, most specific first, read whatever the scope.
+    Lists {
+        address: Vec<String>,
+        token: Vec<String>,
+    },
 }
 
 /// A prefix or stem that cannot name variables, or a naming whose two chains
@@ -54,7 +86,8 @@ pub enum NamingError {
         "the {part} {value:?} is not a variable name: use upper-case letters, digits and single underscores, starting with a letter (for example CHANT_BEHAVIOUR)"
     )]
     NotAName {
-        /// `"prefix"` or `"stem"`.
+        /// `"prefix"`, `"stem"`, or which list given to
+        /// [`Naming::from_variables`] held it.
         part: &'static str,
         /// The rejected text, bounded to 64 characters.
         value: String,
@@ -68,6 +101,22 @@ pub enum NamingError {
         prefix: String,
         /// The stem.
         stem: String,
+    },
+    /// A list given to [`Naming::from_variables`] is empty.
+    #[error(
+        "the {chain} chain names no variable: give at least one, most specific first (for example OPENAI_BASE_URL for the address, OPENAI_API_KEY for the token)"
+    )]
+    EmptyChain {
+        /// `"address"` or `"token"`.
+        chain: &'static str,
+    },
+    /// A variable is in both lists given to [`Naming::from_variables`].
+    #[error(
+        "the variable {variable} is in both the address chain and the token chain, so a token set there would be printed as an address: give each chain variables of its own"
+    )]
+    SharedVariable {
+        /// The variable in both.
+        variable: String,
     },
     /// The scope folds to nothing (it has no letter or digit).
     #[error(
@@ -84,8 +133,10 @@ impl Default for Naming {
     /// prefix `CHANT_BEHAVIOUR`, stem `BEHAVIOUR`.
     fn default() -> Naming {
         Naming {
-            prefix: "CHANT_BEHAVIOUR".to_owned(),
-            stem: "BEHAVIOUR".to_owned(),
+            kind: Kind::Pattern {
+                prefix: "CHANT_BEHAVIOUR".to_owned(),
+                stem: "BEHAVIOUR".to_owned(),
+            },
         }
     }
 }
@@ -118,31 +169,87 @@ impl Naming {
             });
         }
         Ok(Naming {
-            prefix: prefix.to_owned(),
-            stem: stem.to_owned(),
+            kind: Kind::Pattern {
+                prefix: prefix.to_owned(),
+                stem: stem.to_owned(),
+            },
         })
     }
 
-    /// The prefix, for example `CHANT_BEHAVIOUR`.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
+    /// A naming from two explicit lists of variables, each most specific
+    /// first, read whatever the scope: for an engine whose vendor named them
+    /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY`). Each list must name at least
+    /// one variable, every name must be an upper-case variable name, and no
+    /// variable may be in both, since a token set there would be printed as
+    /// an address.
+    pub fn from_variables<A, T>(address_chain: A, token_chain: T) -> Result<Naming, NamingError>
+    where
+        A: IntoIterator,
+        A::Item: Into<String>,
+        T: IntoIterator,
+        T::Item: Into<String>,
+    {
+        let address: Vec<String> = address_chain.into_iter().map(Into::into).collect();
+        let token: Vec<String> = token_chain.into_iter().map(Into::into).collect();
+        for (chain, names) in [("address", &address), ("token", &token)] {
+            if names.is_empty() {
+                return Err(NamingError::EmptyChain { chain });
+            }
+            if let Some(bad) = names.iter().find(|name| !is_variable_name(name)) {
+                return Err(NamingError::NotAName {
+                    part: if chain == "address" {
+                        "address chain's variable"
+                    } else {
+                        "token chain's variable"
+                    },
+                    value: crate::text::bound(bad, 64).to_owned(),
+                });
+            }
+        }
+        if let Some(shared) = address.iter().find(|name| token.contains(name)) {
+            return Err(NamingError::SharedVariable {
+                variable: shared.clone(),
+            });
+        }
+        Ok(Naming {
+            kind: Kind::Lists { address, token },
+        })
     }
 
-    /// The stem, for example `BEHAVIOUR`.
+    /// The prefix, for example `CHANT_BEHAVIOUR`; empty for a naming made
+    /// by [`Naming::from_variables`].
+    pub fn prefix(&self) -> &str {
+        match &self.kind {
+            Kind::Pattern { prefix, .. } => prefix,
+            Kind::Lists { .. } => "",
+        }
+    }
+
+    /// The stem, for example `BEHAVIOUR`; empty for a naming made by
+    /// [`Naming::from_variables`].
     pub fn stem(&self) -> &str {
-        &self.stem
+        match &self.kind {
+            Kind::Pattern { stem, .. } => stem,
+            Kind::Lists { .. } => "",
+        }
     }
 
     /// The variable a remedy tells an operator to set for the address:
-    /// `PREFIX_ENGINE`.
+    /// `PREFIX_ENGINE`, or the first of the address list.
     pub fn engine_variable(&self) -> String {
-        format!("{}_ENGINE", self.prefix)
+        match &self.kind {
+            Kind::Pattern { prefix, .. } => format!("{prefix}_ENGINE"),
+            Kind::Lists { address, .. } => address.first().cloned().unwrap_or_default(),
+        }
     }
 
     /// The variable a remedy tells an operator to set for the token:
-    /// `PREFIX_TOKEN`.
+    /// `PREFIX_TOKEN`, or the first of the token list.
     pub fn token_variable(&self) -> String {
-        format!("{}_TOKEN", self.prefix)
+        match &self.kind {
+            Kind::Pattern { prefix, .. } => format!("{prefix}_TOKEN"),
+            Kind::Lists { token, .. } => token.first().cloned().unwrap_or_default(),
+        }
     }
 
     /// The address chain for a scope. A scope with no letter or digit has no
@@ -157,13 +264,22 @@ impl Naming {
     }
 
     fn chain(&self, kind: &str, scope: &str) -> Chain {
+        let (prefix, stem) = match &self.kind {
+            Kind::Pattern { prefix, stem } => (prefix, stem),
+            Kind::Lists { address, token } => {
+                let variables = if kind == "ENGINE" { address } else { token };
+                return Chain {
+                    variables: variables.clone(),
+                };
+            }
+        };
         let folded = fold_scope(scope);
         let mut variables = Vec::with_capacity(3);
         if !folded.is_empty() {
-            variables.push(format!("{}_{kind}_{folded}", self.prefix));
+            variables.push(format!("{prefix}_{kind}_{folded}"));
         }
-        variables.push(format!("{}_{kind}", self.prefix));
-        variables.push(format!("{}_{kind}", self.stem));
+        variables.push(format!("{prefix}_{kind}"));
+        variables.push(format!("{stem}_{kind}"));
         Chain { variables }
     }
 }

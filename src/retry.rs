@@ -1,4 +1,4 @@
-//! Retries that cannot double a bill: CONTRACT §9's table as code.
+//! Retries that cannot double a bill: the retry table as code.
 //!
 //! A metered engine bills every request that reaches it, so a retry is a
 //! second bill unless the first request provably never reached the engine,
@@ -139,7 +139,13 @@ pub(crate) enum Retry {
     Backoff,
 }
 
-/// CONTRACT §9's table. `keyed` says whether the request carried an
+/// The retry table: a request that never reached the engine is retried
+/// with backoff; a `429` or `503` with a hint no longer than `max_wait`
+/// after exactly the hint; a `408`, `500`, `502`, `503` or `504` without a
+/// hint, or a reset or incomplete answer after sending, only when a key is
+/// sent; anything else (a hint over `max_wait`, `4xx`, `3xx`, TLS, an
+/// answer over the cap or not UTF-8, a refusal before sending) never.
+/// `keyed` says whether the request carried an
 /// idempotency key; the caller checks the attempt count and the deadline.
 pub(crate) fn decide(outcome: Outcome, keyed: bool, max_wait: Duration) -> Retry {
     match outcome {

@@ -26,9 +26,9 @@ pub(crate) fn no_address(naming: &Naming, scope: &str, concealer: &Concealer) ->
                 chain.variables().join(", ")
             ),
             format!(
-                "set {} to the engine's address (an https URL), or {} for this scope alone",
+                "set {} to the engine's address (an https URL){}",
                 naming.engine_variable(),
-                first(chain.variables())
+                scoped(chain.variables(), &naming.engine_variable())
             ),
             None,
         ),
@@ -92,7 +92,8 @@ pub(crate) fn plaintext(scope: &str, address: &Address, concealer: &Concealer) -
             ),
             origin.set_phrase("the engine's https address"),
             origin.variable().map(str::to_owned),
-        ),
+        )
+        .with_engine(shown_host(&address.host(), concealer)),
     )
 }
 
@@ -117,13 +118,14 @@ pub(crate) fn no_token(
                 chain.variables().join(", ")
             ),
             format!(
-                "set {} to the bearer token the engine at {} issued, or {} for this scope alone",
+                "set {} to the bearer token the engine at {} issued{}",
                 naming.token_variable(),
                 shown_host(&address.host(), concealer),
-                first(chain.variables())
+                scoped(chain.variables(), &naming.token_variable())
             ),
             None,
-        ),
+        )
+        .with_engine(shown_host(&address.host(), concealer)),
     )
 }
 
@@ -151,10 +153,16 @@ pub(crate) fn unusable_token(
                 "the token exactly as the engine issued it: visible ASCII, with no spaces, quotes or line breaks",
             ),
             origin.variable().map(str::to_owned),
-        ),
+        )
+        .with_engine(shown_host(&address.host(), concealer)),
     )
 }
 
-fn first(variables: &[String]) -> &str {
-    variables.first().map_or("", String::as_str)
+/// `, or CHANT_BEHAVIOUR_ENGINE_ACME for this scope alone`, when the
+/// chain's first variable is a scope's own, not the one the remedy names.
+fn scoped(variables: &[String], named: &str) -> String {
+    match variables.first() {
+        Some(first) if first != named => format!(", or {first} for this scope alone"),
+        _ => String::new(),
+    }
 }

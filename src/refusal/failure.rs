@@ -50,6 +50,10 @@ pub(crate) enum Failure {
     /// The proxy the caller configured could not be reached or passed: the
     /// request never reached the engine.
     Proxy(ProxyFailure),
+    /// The blocking transport was called from a thread of an async runtime,
+    /// where waiting would stall the runtime; nothing was sent.
+    #[cfg_attr(not(feature = "blocking"), allow(dead_code))]
+    BlockingInRuntime,
     /// The body could not be serialized as JSON; nothing was sent. The text
     /// is the serializer's category of error, never its message (which a
     /// `Serialize` implementation may fill with data).
@@ -140,6 +144,8 @@ enum Remedy {
     Option,
     /// The proxy: up, reachable, and letting this host through.
     Proxy,
+    /// The async transport, in async code.
+    Async,
     /// The proxy's credentials.
     ProxyCredentials,
 }
@@ -293,6 +299,13 @@ impl Failure {
                 };
                 row(Outcome::NotSent, short, what.to_owned(), NO_ANSWER, remedy)
             }
+            Failure::BlockingInRuntime => row(
+                Outcome::Final,
+                "not sent",
+                "meterwire::blocking::HttpTransport was called from a thread of an async runtime, where waiting for the answer would stall the runtime, so nothing was sent".to_owned(),
+                "was not asked:",
+                Remedy::Async,
+            ),
             Failure::Unserializable(category) => row(
                 Outcome::Final,
                 "not sent",
@@ -365,6 +378,11 @@ fn refusal(site: &Site, failure: &Failure, answered: Option<&Answered>) -> Refus
             address.named()
         ),
         Remedy::Proxy => proxy_remedy(site, false),
+        Remedy::Async => format!(
+            "in async code use meterwire::HttpTransport and .await its send, or call the blocking transport from a thread that is not the runtime's; the engine at {} was not contacted (its address: {})",
+            site.host(),
+            address.named()
+        ),
         Remedy::ProxyCredentials => proxy_remedy(site, true),
         Remedy::Option => format!(
             "drop or fix that option where the predictor builds the call, so that the engine at {} can be asked (the address, {}, was not contacted)",
@@ -593,7 +611,7 @@ mod tests {
                 | Remedy::Utf8
                 | Remedy::Proxy
                 | Remedy::ProxyCredentials => assert_eq!(fix, Fix::Reach, "{failure:?}"),
-                Remedy::Serializer | Remedy::Option => {
+                Remedy::Serializer | Remedy::Option | Remedy::Async => {
                     assert_eq!(fix, Fix::Request, "{failure:?}")
                 }
             }

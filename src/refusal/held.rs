@@ -38,7 +38,7 @@ pub(crate) struct Latched {
     pub(crate) refusal: Refusal,
 }
 
-/// A send before the engine's window ends: not sent (§9's hold).
+/// A send before the engine's window ends: held, not sent.
 pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
     let left = hold.until.saturating_duration_since(now);
     let token = site.token();

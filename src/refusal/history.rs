@@ -25,9 +25,13 @@ pub(crate) fn after_attempts(
             history.join(", ")
         ));
     }
-    if let Some(key) = key {
-        said.push(format!("with idempotency key \"{key}\""));
-    }
+    let refusal = match key {
+        Some(key) => {
+            said.push(format!("with idempotency key \"{key}\""));
+            refusal.with_idempotency_key(key)
+        }
+        None => refusal,
+    };
     if said.is_empty() {
         return refusal;
     }

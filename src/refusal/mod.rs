@@ -174,6 +174,14 @@ pub struct Refusal {
     retry_after: Option<Duration>,
     #[serde(default, rename = "requestId", skip_serializing_if = "Option::is_none")]
     request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    engine: Option<String>,
+    #[serde(
+        default,
+        rename = "idempotencyKey",
+        skip_serializing_if = "Option::is_none"
+    )]
+    idempotency_key: Option<String>,
     #[serde(default, skip_serializing_if = "is_zero")]
     attempts: u32,
 }
@@ -200,6 +208,8 @@ impl Refusal {
             status: None,
             retry_after: None,
             request_id: None,
+            engine: None,
+            idempotency_key: None,
             attempts: 0,
         }
     }
@@ -211,9 +221,10 @@ impl Refusal {
     }
 
     /// The same refusal, recording how long the engine asked the caller to
-    /// wait.
+    /// wait, to the millisecond (as the report carries it, so a report
+    /// reads back as the refusal it was written from).
     pub fn with_retry_after(mut self, delay: Duration) -> Refusal {
-        self.retry_after = Some(delay);
+        self.retry_after = Some(seconds::to_millisecond(delay));
         self
     }
 
@@ -226,6 +237,19 @@ impl Refusal {
     /// The same refusal, recording how many requests went to the wire.
     pub fn with_attempts(mut self, attempts: u32) -> Refusal {
         self.attempts = attempts;
+        self
+    }
+
+    /// The same refusal, naming the engine's host (concealed, as every
+    /// string the crate writes).
+    pub(crate) fn with_engine(mut self, host: String) -> Refusal {
+        self.engine = Some(host).filter(|host| !host.is_empty());
+        self
+    }
+
+    /// The same refusal, naming the idempotency key its send carried.
+    pub(crate) fn with_idempotency_key(mut self, key: &str) -> Refusal {
+        self.idempotency_key = Some(key.to_owned());
         self
     }
 
@@ -272,6 +296,19 @@ impl Refusal {
         self.request_id.as_deref()
     }
 
+    /// The engine's host (and port), redacted and concealed, when the
+    /// refusal is about a send to one. In the report: `engine`.
+    pub fn engine(&self) -> Option<&str> {
+        self.engine.as_deref()
+    }
+
+    /// The idempotency key the refused send carried, when it carried one
+    /// (the key is not a secret: an engine's support desk can find the
+    /// send by it). In the report: `idempotencyKey`.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
     /// How many requests went to the wire before this refusal: `0` for a
     /// refusal made before sending. In the report: `attempts`, when not
     /// zero.
@@ -303,13 +340,14 @@ impl Refusal {
         site::seal(concealer, self)
     }
 
-    /// Applies `f` to the reason, the remedy and the request id: how the
-    /// transport passes each through its concealer one last time before
-    /// they leave.
+    /// Applies `f` to the reason, the remedy, the request id and the
+    /// engine's host: how the transport passes each through its concealer
+    /// one last time before they leave.
     pub(crate) fn map_text(mut self, mut f: impl FnMut(&str) -> String) -> Refusal {
         self.reason = f(&self.reason);
         self.remedy = f(&self.remedy);
         self.request_id = self.request_id.map(|id| f(&id));
+        self.engine = self.engine.map(|host| f(&host));
         self
     }
 }
@@ -362,13 +400,29 @@ mod seconds {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// `delay` rounded to the millisecond: the report's precision, with no
+    /// float noise left below it (`120.0`, never `119.999847282`).
+    pub(super) fn to_millisecond(delay: Duration) -> Duration {
+        let millis = (delay.subsec_nanos() + 500_000) / 1_000_000;
+        if millis == 1000 {
+            Duration::from_secs(delay.as_secs().saturating_add(1))
+        } else {
+            Duration::new(delay.as_secs(), millis * 1_000_000)
+        }
+    }
+
     pub(super) fn serialize<S: Serializer>(
         delay: &Option<Duration>,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
-        match delay {
+        match delay.map(to_millisecond) {
             Some(delay) if delay.subsec_nanos() == 0 => serializer.serialize_u64(delay.as_secs()),
-            Some(delay) => serializer.serialize_f64(delay.as_secs_f64()),
+            // Whole milliseconds over a thousand: the closest float, which
+            // prints as the decimal itself (`0.25`, `1.5`).
+            Some(delay) => {
+                let millis = delay.as_millis();
+                serializer.serialize_f64(millis as f64 / 1000.0)
+            }
             None => serializer.serialize_none(),
         }
     }
@@ -387,11 +441,11 @@ mod seconds {
         match Option::<Seconds>::deserialize(deserializer)? {
             None => Ok(None),
             Some(Seconds::Whole(seconds)) => Ok(Some(Duration::from_secs(seconds))),
-            Some(Seconds::Fraction(seconds)) => {
-                Duration::try_from_secs_f64(seconds).map(Some).map_err(|_| {
+            Some(Seconds::Fraction(seconds)) => Duration::try_from_secs_f64(seconds)
+                .map(|delay| Some(to_millisecond(delay)))
+                .map_err(|_| {
                     serde::de::Error::custom("retryAfter must be a non-negative number of seconds")
-                })
-            }
+                }),
         }
     }
 }

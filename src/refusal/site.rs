@@ -100,9 +100,10 @@ impl Site {
         self.token.variable().map(str::to_owned)
     }
 
-    /// The last pass over every refusal this site writes.
+    /// The last pass over every refusal this site writes, which names the
+    /// engine's host in the report.
     pub(crate) fn seal(&self, refusal: Refusal) -> Refusal {
-        seal(&self.concealer, refusal)
+        seal(&self.concealer, refusal.with_engine(self.host()))
     }
 }
 

@@ -1,4 +1,5 @@
-//! What a status becomes: the contract's wire table as one pure function.
+//! What a status becomes: the wire table (the README's "What the wire
+//! becomes") as one pure function.
 //!
 //! The statuses are read the way HTTP defines them: `401`/`403` reject the
 //! token (set a variable), `402` says the account is empty (fund it), `429`
@@ -51,7 +52,7 @@ pub(crate) enum Fix {
 }
 
 /// Where the remedy for a status outside `2xx`, `401`, `402`, `403` and
-/// `429` points. The contract names `400`, `413`, `415`, `422` (the
+/// `429` points. The wire table names `400`, `413`, `415`, `422` (the
 /// request), `404`, `405`, `410` (the path), `408`, `500`, `502`, `503`,
 /// `504` (health) and `3xx` (reachability); the rest of each class follows
 /// its class: a `4xx` is the request's, a `5xx` the engine's health, except

@@ -172,7 +172,7 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// Retries (§9 of the contract): none when not set. A retry is made only
+    /// Retries: none when not set. A retry is made only
     /// where it cannot double a bill: the request never reached the engine,
     /// the engine asked for it with a hint, or an idempotency key makes it
     /// safe. Every attempt sends the same bytes and the same key, and one

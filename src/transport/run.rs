@@ -50,7 +50,7 @@ enum Reach {
 impl HttpTransport {
     /// A refusal for a call that could not be sent: the configuration's own
     /// refusal when it has one, else `failure` (nothing sent, no attempt).
-    pub(super) fn refuse_unsent(&self, failure: Failure) -> Refusal {
+    pub(crate) fn refuse_unsent(&self, failure: Failure) -> Refusal {
         let refusal = match &self.inner.target {
             Ok(target) => refusal_for_failure(&target.site, &failure),
             Err(refusal) => refusal.clone(),

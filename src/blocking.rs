@@ -1,0 +1,293 @@
+//! The transport for a program with no async runtime (cargo feature
+//! `blocking`), as `reqwest::blocking` is reqwest's.
+//!
+//! The async [`HttpTransport`](crate::HttpTransport) needs a tokio runtime
+//! to drive its connections; calling it from plain code (say, with
+//! `futures::executor::block_on`) fails inside the HTTP stack. This one
+//! keeps a runtime of its own, on one background thread shared by every
+//! clone, and runs each send there while the calling thread waits, parked.
+//! It never enters the caller's runtime and never starts one on the
+//! caller's thread, so it cannot panic the way `Runtime::block_on` does
+//! inside a runtime; called from a thread of an async runtime anyway (a
+//! task, or its blocking pool), it refuses, saying to use the async
+//! transport there, because waiting would stall that runtime.
+//!
+//! ```no_run
+//! use meterwire::blocking::HttpTransport;
+//!
+//! # fn run() -> Result<(), meterwire::BuildError> {
+//! let transport = HttpTransport::builder("acme").build()?;
+//! match transport.send(r#"{"prompt": "the cat sat on the"}"#) {
+//!     Ok(answer) => println!("{}", answer.text()),
+//!     Err(refusal) => eprintln!("{}", refusal.report().to_json()),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+// Each send returns the async transport's outcome: an answer or a
+// `Refusal`, large as what it says.
+#![allow(clippy::result_large_err)]
+
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use secrecy::SecretString;
+use serde::Serialize;
+
+use crate::answer::Answer;
+use crate::env::Env;
+use crate::meter::MeterSnapshot;
+use crate::naming::Naming;
+use crate::refusal::Refusal;
+use crate::refusal::failure::Failure;
+use crate::request::Request;
+use crate::retry::RetryPolicy;
+use crate::transport::BuildError;
+
+/// The blocking transport: the async one, and a runtime of its own to run
+/// it on. `Clone` is cheap; every clone shares one pool, one meter, one
+/// hold and one background thread.
+#[derive(Clone)]
+pub struct HttpTransport {
+    inner: crate::HttpTransport,
+    runtime: Arc<Background>,
+}
+
+/// Configures a blocking [`HttpTransport`]: every option of the async
+/// [`HttpTransportBuilder`](crate::HttpTransportBuilder), which documents
+/// each.
+#[must_use]
+pub struct HttpTransportBuilder {
+    inner: crate::HttpTransportBuilder,
+}
+
+/// One send with options of its own, from [`HttpTransport::call`].
+#[must_use = "a call sends nothing until `send()`"]
+pub struct Call {
+    transport: HttpTransport,
+    request: Request,
+}
+
+/// The background runtime. Dropped last by the last clone, it shuts down
+/// without waiting, which never panics, whatever thread drops it.
+struct Background(Option<tokio::runtime::Runtime>);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::HttpTransport")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl fmt::Debug for HttpTransportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::HttpTransportBuilder")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("blocking::Call")
+            .field("transport", &self.transport)
+            .field("request", &self.request)
+            .finish()
+    }
+}
+
+/// Builder methods that hand their arguments on to the async builder.
+macro_rules! forward {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(self, $($arg: $ty),*) -> Self {
+                HttpTransportBuilder { inner: self.inner.$name($($arg),*) }
+            }
+        )*
+    };
+}
+
+impl HttpTransportBuilder {
+    forward! {
+        /// The engine's address, given in code.
+        address(address: impl Into<String>);
+        /// The bearer token, given in code.
+        token(token: SecretString);
+        /// A non-secret header on every request.
+        header(name: impl Into<String>, value: impl Into<String>);
+        /// Retries that cannot double a bill; none when not set.
+        retries(policy: RetryPolicy);
+        /// Whether the engine's limits hold sends; on by default.
+        respect_limits(respect: bool);
+        /// The longest hold; 24 hours when not set.
+        max_hold(ceiling: Duration);
+        /// Refuses sends for `duration` after a `402`, `401` or `403`.
+        latch(duration: Duration);
+        /// The naming of the chains.
+        naming(naming: Naming);
+        /// The environment snapshot the chains are read from.
+        env(env: Env);
+        /// The deadline of one send; 30 000 ms when not set.
+        deadline(deadline: Duration);
+        /// The largest answer accepted, in bytes; 32 MiB when not set.
+        max_answer_bytes(cap: u64);
+        /// Trusts one more certificate authority (PEM).
+        add_ca_certificate_pem(pem: impl Into<Vec<u8>>);
+        /// Sends through this proxy.
+        proxy(url: impl Into<String>);
+        /// **Dangerous:** allows the token over plain `http` to a host that
+        /// is not loopback.
+        danger_allow_plaintext_http(allow: bool);
+    }
+
+    /// Builds the transport, and starts its background thread. Fails as
+    /// the async builder does, and with [`BuildError::Client`] when the
+    /// thread cannot start.
+    pub fn build(self) -> Result<HttpTransport, BuildError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("meterwire-blocking")
+            .enable_all()
+            .build()
+            .map_err(|_| BuildError::Client)?;
+        Ok(HttpTransport {
+            inner: self.inner.build()?,
+            runtime: Arc::new(Background(Some(runtime))),
+        })
+    }
+}
+
+impl HttpTransport {
+    /// A builder for the predictor named `scope`.
+    pub fn builder(scope: impl Into<String>) -> HttpTransportBuilder {
+        HttpTransportBuilder {
+            inner: crate::HttpTransport::builder(scope),
+        }
+    }
+
+    /// Sends `body`, byte for byte, and waits for the engine's answer or a
+    /// refusal.
+    pub fn send(&self, body: impl Into<Bytes>) -> Result<Answer, Refusal> {
+        self.execute(Request::new(body))
+    }
+
+    /// Serializes `value` with `serde_json` and sends it; a value that
+    /// cannot be serialized is refused with nothing sent.
+    pub fn send_json<T: Serialize + ?Sized>(&self, value: &T) -> Result<Answer, Refusal> {
+        self.execute(Request::json(value))
+    }
+
+    /// One send with options of its own: headers, a deadline, an
+    /// idempotency key.
+    pub fn call(&self, body: impl Into<Bytes>) -> Call {
+        Call {
+            transport: self.clone(),
+            request: Request::new(body),
+        }
+    }
+
+    /// What this transport and its clones have done so far.
+    pub fn meter(&self) -> MeterSnapshot {
+        self.inner.meter()
+    }
+
+    /// The refusal every send returns without contacting anything, when the
+    /// configuration cannot send.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        self.inner.refusal()
+    }
+
+    /// Sends `request` on the background runtime and waits, parked.
+    fn execute(&self, request: Request) -> Result<Answer, Refusal> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(self.inner.refuse_unsent(Failure::BlockingInRuntime));
+        }
+        let Some(runtime) = self.runtime.0.as_ref() else {
+            return Err(self.inner.refuse_unsent(Failure::Other));
+        };
+        let transport = self.inner.clone();
+        let sending =
+            runtime.spawn(async move { crate::Transport::execute(&transport, request).await });
+        match wait(sending) {
+            Ok(outcome) => outcome,
+            // Only a panic inside the send ends its task without an
+            // outcome; it is a refusal here, never a panic.
+            Err(_) => Err(self.inner.refuse_unsent(Failure::Other)),
+        }
+    }
+}
+
+impl Call {
+    /// A non-secret header on this request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.request = self.request.header(name, value);
+        self
+    }
+
+    /// The deadline of this call, in place of the transport's.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.request = self.request.deadline(deadline);
+        self
+    }
+
+    /// Sends `Idempotency-Key: "<key>"` on every attempt of this send.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.request = self.request.idempotency_key(key);
+        self
+    }
+
+    /// Replaces the body with `value` serialized with `serde_json`.
+    pub fn json<T: Serialize + ?Sized>(mut self, value: &T) -> Self {
+        self.request.set_json(value);
+        self
+    }
+
+    /// Sends the call and waits for the engine's answer or a refusal.
+    pub fn send(self) -> Result<Answer, Refusal> {
+        self.transport.execute(self.request)
+    }
+}
+
+/// Wakes the parked thread that waits for a send.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Waits on this thread for `future`, which runs elsewhere (its waker
+/// unparks this thread); no runtime is entered here. The send's own
+/// deadline bounds the wait.
+fn wait<F: Future>(future: F) -> F::Output {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
