@@ -437,4 +437,31 @@ mod tests {
             );
         }
     }
+
+    /// Found by a 4 MiB answer echoing an 8,000-character `abab…` token:
+    /// the search was restarted one byte past every hit, and every restart
+    /// read a whole token again. However many hits a text holds, the
+    /// automata read a few times the bytes of the views scanned.
+    #[test]
+    fn a_secret_that_repeats_itself_is_read_a_few_times_not_once_per_hit() {
+        let secret = "ab".repeat(4000);
+        let concealer = Concealer::new([secret.as_str()]);
+        for text in [
+            format!("x {} y", secret.repeat(16)),
+            format!(r#"{{"k":"\u0061{}"}}"#, &secret.repeat(16)[1..]),
+            format!("x {secret} y {secret} z {secret}"),
+        ] {
+            scan::SEARCHED.with(|searched| searched.set(0));
+            scan::SCANNED.with(|scanned| scanned.set(0));
+            let concealed = concealer.conceal(&text);
+            let searched = scan::SEARCHED.with(std::cell::Cell::get);
+            let scanned = scan::SCANNED.with(std::cell::Cell::get);
+            assert!(concealed.contains(REDACTED));
+            assert!(!concealed.contains(&secret));
+            assert!(
+                searched <= 3 * scanned,
+                "{searched} bytes searched for {scanned} bytes of views"
+            );
+        }
+    }
 }

@@ -52,28 +52,6 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
         }
     }
     let kinds: Vec<Kind> = patterns.values().copied().collect();
-    // A hit at one start hides the shorter patterns starting there too; of
-    // those only a core conceals more than the hit (its whole run), and any
-    // one core does, since every core is all base64.
-    // The patterns that start with a core follow it in sorted order, so
-    // each core looks only at those; the first, shortest, core wins.
-    let keys: Vec<&Vec<u8>> = patterns.keys().collect();
-    let mut core_prefix: Vec<Option<usize>> = vec![None; keys.len()];
-    for (i, core) in keys.iter().enumerate() {
-        if kinds.get(i) != Some(&Kind::Base64Core) {
-            continue;
-        }
-        for (j, pattern) in keys.iter().enumerate().skip(i + 1) {
-            if !pattern.starts_with(core) {
-                break;
-            }
-            if kinds.get(j) == Some(&Kind::Exact)
-                && let Some(slot @ None) = core_prefix.get_mut(j)
-            {
-                *slot = Some(core.len());
-            }
-        }
-    }
     let mut pairs = vec![0u64; 256 * 256 / 64];
     for pattern in patterns.keys() {
         for pair in pattern.windows(2) {
@@ -102,11 +80,16 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     let separator: [bool; 256] = std::array::from_fn(|b| {
         b < 0x80 && !relevant[b] && b != usize::from(b'\r') && b != usize::from(b'\n')
     });
-    // Leftmost-longest rather than overlapping semantics: it lets the
-    // automaton skip ahead with a vectorized prefilter (Teddy) instead of
-    // stepping through every byte, about ten times faster on text with
-    // nothing to find. Overlaps are recovered by `scan`, which restarts one
-    // byte after each hit's start.
+    // Two automata over the same patterns, in the same order (so a pattern
+    // has one id in both). A leftmost-longest one finds where hits are: it
+    // lets the vectorized prefilter (Teddy) confirm matches by itself and
+    // skip ahead, about ten times faster than walking the automaton on
+    // text with nothing to find. An overlapping one then reports every
+    // occurrence of every pattern in a window from each hit found that
+    // way (see `scan`), in one pass, whatever the patterns repeat: a
+    // leftmost search restarted one byte past each hit, as this was,
+    // reads a whole secret again at every restart, and an 8,000-character
+    // `abab…` echoed all through an answer cost about 1,300 ns a byte.
     //
     // The automaton's kind is chosen by the patterns' total length, not
     // left to the crate: it builds a DFA for few patterns, filling each
@@ -121,15 +104,22 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     } else {
         AhoCorasickKind::ContiguousNFA
     };
-    match AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(kind))
-        .build(patterns.keys())
-    {
-        Ok(automaton) => Matcher::Automaton(Box::new(Search {
-            automaton,
+    let longest = patterns.keys().map(Vec::len).max().unwrap_or(0);
+    let build = |match_kind| {
+        AhoCorasick::builder()
+            .match_kind(match_kind)
+            .kind(Some(kind))
+            .build(patterns.keys())
+    };
+    match (
+        build(MatchKind::LeftmostLongest),
+        build(MatchKind::Standard),
+    ) {
+        (Ok(leftmost), Ok(overlapping)) => Matcher::Automaton(Box::new(Search {
+            leftmost,
+            overlapping,
+            longest,
             kinds,
-            core_prefix,
             relevant,
             relevant_high,
             quiet_next,
@@ -137,18 +127,21 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             separator,
             pairs,
         })),
-        Err(_) => Matcher::FailClosed,
+        _ => Matcher::FailClosed,
     }
 }
 
 /// The compiled automaton and what each of its patterns conceals.
 pub(super) struct Search {
-    pub(super) automaton: AhoCorasick,
+    /// Finds the next hit, skipping fast over text with none.
+    pub(super) leftmost: AhoCorasick,
+    /// Finds every hit in a window, overlapping ones included.
+    pub(super) overlapping: AhoCorasick,
+    /// The length of the longest pattern: how far a hit can reach past
+    /// where it starts.
+    pub(super) longest: usize,
     /// What a hit of each pattern conceals, by pattern id.
     pub(super) kinds: Vec<Kind>,
-    /// For an exact pattern, the length of a core that is a prefix of it,
-    /// if any: the core matches wherever the pattern does.
-    pub(super) core_prefix: Vec<Option<usize>>,
     /// The bytes an escape must decode to for a view to matter: any byte
     /// of a pattern, a trigger, and any byte that can continue an escape of
     /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a

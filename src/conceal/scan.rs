@@ -13,9 +13,11 @@ use std::borrow::Cow;
 
 /// Searches one view and records the source span of every hit.
 pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut Spans) {
-    // Hits arrive in order of their start, and a core lies inside one run,
+    // Hits arrive nearly in order, and a core lies inside one run,
     // so the run last expanded is the only one a later hit can fall in
     // again; skipping those keeps a long run with many hits linear.
+    #[cfg(test)]
+    SCANNED.with(|scanned| scanned.set(scanned.get() + hay.len()));
     let mut run: Option<(usize, usize)> = None;
     let mut conceal = |kind: Kind, start: usize, end: usize| {
         let (start, end) = match kind {
@@ -40,25 +42,55 @@ pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut
             None => spans.everything(),
         }
     };
-    // Every start that has a hit, in order: the leftmost-longest hit from
-    // `at`, then again from one byte past its start, so a hit overlapping
-    // the previous one is found too. `at` only grows, and each search finds
-    // the next start or ends the loop.
+    // The leftmost-longest hit from `at` (skipping fast over text with
+    // none), then every hit, overlapping ones included, in a window from
+    // its start: every hit that starts at least one longest pattern before
+    // the window's end lies inside it, so the next leftmost search starts
+    // there. A window reaches past the first hit's end, and at least three
+    // longest patterns (so that a text made of one repeated secret is read
+    // about twice over, not once per hit).
+    let longest = search.longest.max(1);
     let mut at = 0;
     while at < hay.len() {
-        let hit = match search.automaton.try_find(Input::new(hay).range(at..)) {
+        let first = match search.leftmost.try_find(Input::new(hay).range(at..)) {
             Ok(Some(hit)) => hit,
             Ok(None) => return,
             Err(_) => return spans.everything(),
         };
-        let id = hit.pattern().as_usize();
-        let kind = search.kinds.get(id).copied().unwrap_or(Kind::Base64Core);
-        conceal(kind, hit.start(), hit.end());
-        if let Some(Some(len)) = search.core_prefix.get(id) {
-            conceal(Kind::Base64Core, hit.start(), hit.start() + len);
+        let end = first.end().max(first.start() + 2 * longest) + longest;
+        let window = first.start()..end.min(hay.len());
+        #[cfg(test)]
+        SEARCHED.with(|searched| {
+            searched.set(searched.get() + (first.end() - at) + window.len());
+        });
+        at = if end < hay.len() {
+            end - longest + 1
+        } else {
+            hay.len()
+        };
+        let input = Input::new(hay).range(window);
+        let hits = match search.overlapping.try_find_overlapping_iter(input) {
+            Ok(hits) => hits,
+            Err(_) => return spans.everything(),
+        };
+        for hit in hits {
+            let kind = search
+                .kinds
+                .get(hit.pattern().as_usize())
+                .copied()
+                .unwrap_or(Kind::Base64Core);
+            conceal(kind, hit.start(), hit.end());
         }
-        at = hit.start() + 1;
     }
+}
+
+// How many bytes the automata were set to read, on this thread, and how
+// many bytes of views were scanned: the one a small multiple of the other,
+// however many hits a view holds, or the search is not linear.
+#[cfg(test)]
+thread_local! {
+    pub(super) static SEARCHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    pub(super) static SCANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Either alphabet, since a run may be either.
