@@ -5,10 +5,12 @@ use super::MIN_CORE_LEN;
 use super::escapes::{
     Decoded, char_ref, json_escape, json_unicode_escape, lenient_escape, percent_escape,
 };
+use super::views::{Families, Runs};
 use crate::text::syntax::hex_at;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+use memchr::memmem::Finder;
 use std::collections::BTreeMap;
 
 /// What a concealer searches with.
@@ -27,8 +29,10 @@ pub(super) enum Matcher {
 pub(super) enum Kind {
     /// The secret itself, or its hex: conceal exactly the hit.
     Exact,
-    /// A base64 core: conceal the whole base64 run around the hit.
-    Base64Core,
+    /// A base64 core: conceal the hit and the characters beside it that
+    /// share its secret's bits, `before` it and `after` it (0 or 1 each),
+    /// with the padding that follows.
+    Base64Core { before: u8, after: u8 },
 }
 
 /// Up to this many bytes of patterns, the automaton is a DFA (see
@@ -37,8 +41,9 @@ const MAX_DFA_BYTES: usize = 2048;
 
 /// Builds the one automaton that serves every view.
 pub(super) fn compile(secrets: &[&str]) -> Matcher {
-    // A pattern that is both exact and a core conceals as a core: the run
-    // around it contains the exact hit.
+    // A pattern that is both exact and a core conceals as a core, which
+    // conceals the hit and maybe more; a core of two alignments, as the
+    // one that shares more.
     let mut patterns: BTreeMap<Vec<u8>, Kind> = BTreeMap::new();
     for secret in secrets {
         patterns.insert(secret.as_bytes().to_vec(), Kind::Exact);
@@ -47,8 +52,18 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
         patterns.insert(lower.into_bytes(), Kind::Exact);
     }
     for secret in secrets {
-        for core in base64_cores(secret.as_bytes()) {
-            patterns.insert(core.into_bytes(), Kind::Base64Core);
+        for (core, before, after) in base64_cores(secret.as_bytes()) {
+            let kind = patterns.entry(core.into_bytes()).or_insert(Kind::Exact);
+            *kind = match *kind {
+                Kind::Base64Core {
+                    before: was_before,
+                    after: was_after,
+                } => Kind::Base64Core {
+                    before: before.max(was_before),
+                    after: after.max(was_after),
+                },
+                Kind::Exact => Kind::Base64Core { before, after },
+            };
         }
     }
     let kinds: Vec<Kind> = patterns.values().copied().collect();
@@ -80,6 +95,13 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     let separator: [bool; 256] = std::array::from_fn(|b| {
         b < 0x80 && !relevant[b] && b != usize::from(b'\r') && b != usize::from(b'\n')
     });
+    let mut in_pattern = [false; 256];
+    for &byte in patterns.keys().flatten() {
+        in_pattern[usize::from(byte)] = true;
+    }
+    let closes: [bool; 256] = std::array::from_fn(|b| {
+        !in_pattern[b] && matches!(u8::try_from(b), Ok(b';' | b'}' | b'{' | b'#'))
+    });
     // Two automata over the same patterns, in the same order (so a pattern
     // has one id in both). A leftmost-longest one finds where hits are: it
     // lets the vectorized prefilter (Teddy) confirm matches by itself and
@@ -105,6 +127,10 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
         AhoCorasickKind::ContiguousNFA
     };
     let longest = patterns.keys().map(Vec::len).max().unwrap_or(0);
+    // Twice the longest secret (each of its backslashes is two in an
+    // escaped run), and even, so that pairs from a run's start land on it.
+    let run_reach = 2 * secrets.iter().map(|s| s.len()).max().unwrap_or(0) + 2;
+    let long_run = Finder::new(&vec![b'\\'; 2 * run_reach + 2]).into_owned();
     let build = |match_kind| {
         AhoCorasick::builder()
             .match_kind(match_kind)
@@ -119,12 +145,15 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             leftmost,
             overlapping,
             longest,
+            run_reach,
+            long_run,
             kinds,
             relevant,
             relevant_high,
             quiet_next,
             backslash,
             separator,
+            closes,
             pairs,
         })),
         _ => Matcher::FailClosed,
@@ -140,6 +169,11 @@ pub(super) struct Search {
     /// The length of the longest pattern: how far a hit can reach past
     /// where it starts.
     pub(super) longest: usize,
+    /// How many backslashes of a long run are read from each of its ends
+    /// ([`Runs`]).
+    pub(super) run_reach: usize,
+    /// Finds a run of backslashes long enough to be read both ways.
+    pub(super) long_run: Finder<'static>,
     /// What a hit of each pattern conceals, by pattern id.
     pub(super) kinds: Vec<Kind>,
     /// The bytes an escape must decode to for a view to matter: any byte
@@ -160,6 +194,11 @@ pub(super) struct Search {
     /// span: ASCII that is not relevant (so in no pattern, no escape's
     /// body and no base64 run) and no line break. See [`windows`].
     pub(super) separator: [bool; 256],
+    /// The bytes in no pattern that are a separator wherever no escape can
+    /// hold them (`;`, `{`, `}`, `#`: the body of a reference or of
+    /// `\u{…}`): no hit holds one unless an escape ends at it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) closes: [bool; 256],
     /// Which two bytes stand next to each other in some pattern, one bit
     /// per pair: only a line break between such neighbours can lie inside
     /// a hit.
@@ -345,6 +384,21 @@ fn backslash_table(relevant: &[bool; 256]) -> [u8; 256] {
 }
 
 impl Search {
+    /// The readings of long backslash runs a view of `families` is decoded
+    /// with: both parities when it reads backslashes and `long` says the
+    /// text holds such a run, else the one that never applies.
+    pub(super) fn readings(&self, families: Families, long: bool) -> Vec<Runs> {
+        let even = Runs {
+            reach: self.run_reach,
+            odd: false,
+        };
+        if long && families.has_escapes() {
+            vec![even, Runs { odd: true, ..even }]
+        } else {
+            vec![even]
+        }
+    }
+
     /// Whether `b` follows `a` somewhere in some pattern.
     pub(super) fn adjacent(&self, a: u8, b: u8) -> bool {
         let at = usize::from(a) << 8 | usize::from(b);
@@ -356,9 +410,10 @@ impl Search {
 
 /// The characters of the secret's base64 that only the secret determines,
 /// at each alignment (0, 1 or 2 bytes of the same 3-byte group before it),
-/// in both alphabets.
-fn base64_cores(secret: &[u8]) -> Vec<String> {
-    let mut cores = Vec::with_capacity(6);
+/// in both alphabets; each with how many characters beside it, before and
+/// after, mix the secret's bits with those of what surrounds it.
+fn base64_cores(secret: &[u8]) -> Vec<(String, u8, u8)> {
+    let mut cores: Vec<(String, u8, u8)> = Vec::with_capacity(6);
     for align in 0..3 {
         let mut data = vec![0u8; align];
         data.extend_from_slice(secret);
@@ -369,13 +424,15 @@ fn base64_cores(secret: &[u8]) -> Vec<String> {
         // A final partial group of 1 or 2 bytes: its last non-padding
         // character mixes in whatever follows the secret.
         let tail = 4 * (n / 3) + [0, 1, 2][n % 3];
+        let before = u8::from(align != 0);
+        let after = u8::from(n % 3 != 0);
         for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
             let encoded = engine.encode(&data);
             if let Some(core) = encoded.get(head..tail)
                 && core.len() >= MIN_CORE_LEN
-                && !cores.iter().any(|c: &String| c == core)
+                && !cores.iter().any(|(c, ..)| c == core)
             {
-                cores.push(core.to_owned());
+                cores.push((core.to_owned(), before, after));
             }
         }
     }
@@ -390,7 +447,7 @@ mod tests {
     fn cores_of_a_four_char_secret_are_all_long_enough() {
         let cores = base64_cores(b"abcd");
         assert_eq!(cores.len(), 3, "{cores:?}");
-        assert!(cores.iter().all(|c| c.len() >= MIN_CORE_LEN));
+        assert!(cores.iter().all(|(c, ..)| c.len() >= MIN_CORE_LEN));
     }
 
     #[test]
@@ -405,11 +462,11 @@ mod tests {
                 let std = base64::engine::general_purpose::STANDARD.encode(&data);
                 let url = URL_SAFE_NO_PAD.encode(&data);
                 assert!(
-                    cores.iter().any(|c| std.contains(c.as_str())),
+                    cores.iter().any(|(c, ..)| std.contains(c.as_str())),
                     "{before} {after}"
                 );
                 assert!(
-                    cores.iter().any(|c| url.contains(c.as_str())),
+                    cores.iter().any(|(c, ..)| url.contains(c.as_str())),
                     "{before} {after}"
                 );
             }
