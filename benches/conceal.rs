@@ -22,13 +22,17 @@
 //!
 //! Building a concealer is measured too (`build/…`): a secret of 1,000,
 //! 4,000 and 16,000 repetitions of one character, the worst shape for an
-//! automaton's failure links, must cost time linear in its length.
+//! automaton's failure links, must cost time linear in its length. And so
+//! is searching for one (`secret/…`): a 4 MiB answer echoing an
+//! 8,000-character secret that repeats itself (`abab…`) costs what the
+//! same answer echoing a random secret of that length costs, and the ratio
+//! table says by how much it differs.
 //!
 //! `cargo bench --bench conceal` runs criterion's groups, then prints a ratio
 //! table from its own interleaved medians, so each ratio compares runs taken
 //! moments apart. With a filter (`cargo bench --bench conceal -- build`) only
 //! the matching groups run, and the ratio table only when the filter is
-//! `ratio`.
+//! `ratio` (the `secret` ratio also when it is `secret`).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -265,6 +269,89 @@ fn build_group(criterion: &mut Criterion) {
     group.finish();
 }
 
+/// The length of the secrets the `secret` group echoes.
+const LONG_SECRET: usize = 8_000;
+
+/// The two secrets of the `secret` group: one that repeats itself, the
+/// worst case for a search restarted past each hit, and one of random
+/// token characters (a fixed linear congruential sequence).
+fn long_secrets() -> [(&'static str, String); 2] {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let random = (0..LONG_SECRET)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            char::from(alphabet[(state >> 58) as usize])
+        })
+        .collect();
+    [
+        ("repetitive", "ab".repeat(LONG_SECRET / 2)),
+        ("random", random),
+    ]
+}
+
+/// An answer of `len` bytes echoing `secret` in every record.
+fn echoing(secret: &str, len: usize) -> String {
+    let mut text = String::with_capacity(len + LONG_SECRET + 64);
+    let mut i = 0;
+    while text.len() < len {
+        text.push_str(&echo(i, secret));
+        i += 1;
+    }
+    text.truncate(len);
+    text
+}
+
+/// The size of the `secret` group's answers.
+fn echo_size() -> usize {
+    if measuring() { 4 * MIB } else { 64 * KIB }
+}
+
+fn secret_group(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("secret");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    let size = echo_size();
+    group.throughput(Throughput::Bytes(size as u64));
+    for (name, secret) in long_secrets() {
+        let concealer = Concealer::new([secret.as_str()]);
+        let text = echoing(&secret, size);
+        group.bench_with_input(BenchmarkId::new(name, label(size)), &text, |b, t| {
+            b.iter(|| concealer.conceal(black_box(t)).len())
+        });
+    }
+    group.finish();
+}
+
+/// The `secret` group's figures, interleaved, and their ratio.
+fn secret_ratio() {
+    let size = echo_size();
+    let [repetitive, random] = long_secrets().map(|(_, secret)| {
+        let concealer = Concealer::new([secret.as_str()]);
+        (concealer, echoing(&secret, size))
+    });
+    let mut samples = [Vec::new(), Vec::new()];
+    for _ in 0..7 {
+        for (k, (concealer, text)) in [&repetitive, &random].into_iter().enumerate() {
+            samples[k].push(per_call(1, || concealer.conceal(black_box(text)).len()));
+        }
+    }
+    let [repeats, plain] = samples.map(median);
+    println!();
+    println!(
+        "secret: {} answers echoing an {LONG_SECRET}-character secret: repetitive {:.1} ns/byte, random {:.1} ns/byte, ratio {:.2}x",
+        label(size),
+        repeats * 1e9 / size as f64,
+        plain * 1e9 / size as f64,
+        repeats / plain,
+    );
+}
+
 /// Seconds per call of `f`, timed over `calls` calls.
 fn per_call(calls: usize, mut f: impl FnMut() -> usize) -> f64 {
     let start = Instant::now();
@@ -396,9 +483,13 @@ fn main() {
     check_concealed(&texts);
     let mut criterion = Criterion::default().configure_from_args();
     build_group(&mut criterion);
+    secret_group(&mut criterion);
     criterion_groups(&mut criterion, &texts);
     criterion.final_summary();
     if measuring() && filter().is_none_or(|f| f == "ratio") {
         ratio_table(&texts);
+    }
+    if measuring() && filter().is_none_or(|f| f == "ratio" || f == "secret") {
+        secret_ratio();
     }
 }

@@ -64,6 +64,21 @@ pub fn conceal_whole(concealer: &Concealer, text: &str) -> String {
     concealer.conceal_whole(text).into_owned()
 }
 
+/// The concealment of `pieces` pushed one after another into a
+/// `ConcealStream`, which must be `conceal` of them joined; and the most
+/// bytes it held after a push, and its reach, which that must not pass.
+pub fn conceal_in_pieces(concealer: &Concealer, pieces: &[&str]) -> (String, usize, usize) {
+    let mut stream = concealer.stream();
+    let mut out = String::new();
+    let mut most = 0;
+    for piece in pieces {
+        stream.push(piece, &mut out);
+        most = most.max(stream.held());
+    }
+    stream.finish(&mut out);
+    (out, most, concealer.reach())
+}
+
 pub use self::engine::{End, Piece, Reply, Script, Sent, send_all};
 
 /// A scripted engine for the response path end to end: every attempt of

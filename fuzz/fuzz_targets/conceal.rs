@@ -6,7 +6,9 @@
 //! In the text, a `0xFF` byte (never part of UTF-8) and the byte after it
 //! stand for the token encoded one of the ways an engine echoes it (see
 //! [`encode`]), so the fuzzer reaches encoded echoes without having to
-//! guess base64; the remaining bytes are read as UTF-8, lossily.
+//! guess base64, and a `0xFE` cuts the text into the pieces a stream is
+//! given; the remaining bytes are read as UTF-8, lossily. The stream's
+//! pieces, joined, must be exactly what concealing the whole text gives.
 //!
 //! The reference decodes the output as it is; JSON/JavaScript-unescaped,
 //! percent-decoded, HTML-reference-decoded, all three at once (the mixtures
@@ -40,11 +42,26 @@ fuzz_target!(|data: &[u8]| {
             }
         })
         .collect();
-    let text = expand(rest, token.as_bytes());
-    let text = String::from_utf8_lossy(&text);
+    // A `0xFE` (never part of UTF-8 either) cuts the text into the pieces
+    // a stream receives.
+    let pieces: Vec<String> = rest
+        .split(|&b| b == 0xFE)
+        .map(|part| String::from_utf8_lossy(&expand(part, token.as_bytes())).into_owned())
+        .collect();
+    let text = pieces.concat();
 
     let concealer = Concealer::new([token.as_str()]);
     let out = concealer.conceal(&text);
+
+    // The text in pieces, through a stream, is concealed exactly as whole,
+    // and the stream never holds more than its reach.
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let (streamed, held, reach) = meterwire::fuzzing::conceal_in_pieces(&concealer, &pieces);
+    assert_eq!(
+        streamed, out,
+        "the stream and the whole text differ:\n token {token:?}\n pieces {pieces:?}"
+    );
+    assert!(held <= reach, "the stream held {held} bytes, past its reach {reach}");
 
     // Views decoded only in windows find what views of the whole text find.
     let whole = meterwire::fuzzing::conceal_whole(&concealer, &text);

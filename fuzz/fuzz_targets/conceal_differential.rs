@@ -23,6 +23,9 @@
 //!   runs: the families present decide which views (combined, lenient) the
 //!   whole text gets, where a window may see only one of them.
 //!
+//! The stream is held to the same output too, given the text in pieces of
+//! a length the input's seventeenth byte sets.
+//!
 //! The fuzzer's input is two seeds, one for the secrets and one for the
 //! text: the generator is a splitmix64, so an input is the same case on
 //! every machine, and the fuzzer's mutations walk the generator's space
@@ -72,6 +75,26 @@ fuzz_target!(|data: &[u8]| {
         "conceal (left) and conceal_whole (right) differ\n \
          secrets: {secrets:?}\n text: {text:?}",
     );
+    // The same text in pieces (cut every `step` bytes, the step chosen by
+    // the input), through a stream, is concealed exactly as whole.
+    let step = 1 + usize::from(data.get(16).copied().unwrap_or(0));
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let mut cut = (at + step).min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        pieces.push(&text[at..cut]);
+        at = cut;
+    }
+    let (streamed, held, reach) = meterwire::fuzzing::conceal_in_pieces(&concealer, &pieces);
+    assert_eq!(
+        streamed, windowed,
+        "the stream (left) and the whole text (right) differ\n \
+         secrets: {secrets:?}\n pieces: {pieces:?}",
+    );
+    assert!(held <= reach, "the stream held {held} bytes, past its reach {reach}");
     if let Ok(mut tally) = TALLY.lock() {
         tally.count(&secrets, &text, &windowed);
     }

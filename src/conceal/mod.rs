@@ -27,6 +27,10 @@ mod patterns;
 mod positions;
 mod scan;
 mod shapes;
+// Used by the transport's reads of streamed and whole answers, which land
+// apart from the concealer; until then only the tests use it.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) mod stream;
 mod survey;
 mod views;
 mod windows;
@@ -34,7 +38,7 @@ mod windows;
 use crate::Env;
 use maps::{Nested, Raw, SourceMap, Window};
 use patterns::{Matcher, Search, compile};
-use scan::{Spans, scan};
+use scan::{Spans, replace, scan};
 use shapes::scrub_shapes;
 use std::borrow::Cow;
 use std::fmt;
@@ -125,10 +129,61 @@ struct Inner {
     matcher: Matcher,
 }
 
+/// The parts of each secret that are at least `min_chars` long: cut at
+/// every blank line, or at every line break when `lines` says (a
+/// variable's value, whose lines are trimmed too: the whitespace around
+/// them is the file's or the shell's, not the secret's), and without line
+/// breaks at either end.
+///
+/// No form of a secret may span a blank line, so that a stream can release
+/// an event the moment its blank line arrives (`stream.rs`); nor begin or
+/// end inside one. A value read from the environment that holds line breaks
+/// (a PEM key) is concealed line by line, so each of its long lines is
+/// concealed wherever it appears, in any form, together or apart; a secret
+/// given in code keeps its single line breaks (`tab\there\nnew…`).
+fn parts_of<'a>(
+    secrets: impl IntoIterator<Item = &'a str>,
+    min_chars: usize,
+    lines: bool,
+) -> impl Iterator<Item = &'a str> {
+    let line_break = |c: char| matches!(c, '\n' | '\r');
+    secrets
+        .into_iter()
+        .flat_map(move |secret| {
+            let mut parts = Vec::new();
+            let mut from = 0;
+            let bytes = secret.as_bytes();
+            for (at, &b) in bytes.iter().enumerate() {
+                let next = bytes.get(at + 1).copied();
+                let blank = matches!(
+                    (b, next),
+                    (b'\n', Some(b'\n' | b'\r')) | (b'\r', Some(b'\r'))
+                ) || (b == b'\r'
+                    && next == Some(b'\n')
+                    && bytes.get(at + 2).is_some_and(|&c| c == b'\n' || c == b'\r'));
+                if (lines && (b == b'\n' || b == b'\r')) || blank {
+                    parts.push(secret.get(from..at).unwrap_or_default());
+                    from = at + 1;
+                }
+            }
+            parts.push(secret.get(from..).unwrap_or_default());
+            parts
+        })
+        .map(move |part| {
+            if lines {
+                part.trim()
+            } else {
+                part.trim_matches(line_break)
+            }
+        })
+        .filter(move |part| part.chars().count() >= min_chars)
+}
+
 impl Concealer {
     /// A concealer for these secrets. Each is concealed as itself and in
     /// every encoded form (see the module docs); a secret shorter than 4
-    /// characters is ignored.
+    /// characters is ignored. A secret that holds a blank line is concealed
+    /// as the parts between its blank lines (no form spans a blank line).
     ///
     /// ```
     /// use meterwire::Concealer;
@@ -140,7 +195,7 @@ impl Concealer {
     /// );
     /// ```
     pub fn new<'a>(secrets: impl IntoIterator<Item = &'a str>) -> Concealer {
-        Concealer::build(secrets.into_iter().collect())
+        Concealer::build(parts_of(secrets, MIN_SECRET_CHARS, false).collect())
     }
 
     /// As [`Concealer::new`], plus the value of every variable in `env` whose
@@ -148,7 +203,8 @@ impl Concealer {
     /// `PASSWD`, `CREDENTIAL`, `PRIVATE_KEY`, `API_KEY`, `APIKEY`,
     /// `ACCESS_KEY`, `SESSION_KEY`, or the word `AUTH`, in any case) and whose value,
     /// trimmed, is at least 8 characters long. The trimmed value is what gets
-    /// concealed.
+    /// concealed; a value that holds line breaks (a key in PEM) is concealed
+    /// line by line, each line trimmed and at least 8 characters long.
     ///
     /// ```
     /// use meterwire::{Concealer, Env};
@@ -164,17 +220,16 @@ impl Concealer {
     /// );
     /// ```
     pub fn with_env<'a>(secrets: impl IntoIterator<Item = &'a str>, env: &Env) -> Concealer {
-        let mut all: Vec<&str> = secrets.into_iter().collect();
-        all.extend(env.iter().filter_map(|(name, value)| {
-            let value = value.trim();
-            (is_credential_name(name) && value.chars().count() >= MIN_ENV_SECRET_CHARS)
-                .then_some(value)
-        }));
+        let mut all: Vec<&str> = parts_of(secrets, MIN_SECRET_CHARS, false).collect();
+        let values = env
+            .iter()
+            .filter(|(name, _)| is_credential_name(name))
+            .map(|(_, value)| value);
+        all.extend(parts_of(values, MIN_ENV_SECRET_CHARS, true));
         Concealer::build(all)
     }
 
     fn build(mut secrets: Vec<&str>) -> Concealer {
-        secrets.retain(|s| s.chars().count() >= MIN_SECRET_CHARS);
         secrets.sort_unstable();
         secrets.dedup();
         let matcher = if secrets.is_empty() {
@@ -208,7 +263,9 @@ impl Concealer {
     ///   a backslash before a character JSON does not escape is dropped
     ///   (`\x41` is also `x41`, `m\w-te\st` is `mw-test`);
     /// - base64 and base64url, padded or not, at any alignment inside a
-    ///   longer run (`Bearer <secret>`, `user:<secret>`): the whole run goes;
+    ///   longer run (`Bearer <secret>`, `user:<secret>`): from the first to
+    ///   the last character that carries the secret's bits, and the padding
+    ///   right after them;
     /// - broken across lines: base64 wrapped at any width, and the secret
     ///   hard-wrapped, by `LF` or `CRLF`, raw or JSON-escaped (`\n`,
     ///   `\r\n`): the whole occurrence, breaks included, goes.
@@ -218,9 +275,10 @@ impl Concealer {
     /// use std::borrow::Cow;
     ///
     /// let concealer = Concealer::new(["sk-test-0123456789abcdef"]);
-    /// // `Bearer sk-test-0123456789abcdef`, base64-encoded.
+    /// // `Bearer sk-test-0123456789abcdef`, base64-encoded: the characters
+    /// // that carry the token's bits go, and those of `Bearer ` stay.
     /// let header = "Authorization: Basic QmVhcmVyIHNrLXRlc3QtMDEyMzQ1Njc4OWFiY2RlZg==";
-    /// assert_eq!(concealer.conceal(header), "Authorization: Basic [redacted]");
+    /// assert_eq!(concealer.conceal(header), "Authorization: Basic QmVhcmVyI[redacted]");
     /// assert!(matches!(concealer.conceal("nothing here"), Cow::Borrowed(_)));
     /// ```
     pub fn conceal<'t>(&self, text: &'t str) -> Cow<'t, str> {
@@ -236,10 +294,21 @@ impl Concealer {
     }
 
     fn conceal_by<'t>(&self, text: &'t str, decoding: Decoding) -> Cow<'t, str> {
+        replace(text, &self.spans_by(text, decoding))
+    }
+
+    /// What [`Concealer::conceal`] replaces in `text`: sorted, disjoint
+    /// spans, each one marker.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn spans(&self, text: &str) -> Vec<(usize, usize)> {
+        self.spans_by(text, Decoding::Windows)
+    }
+
+    fn spans_by(&self, text: &str, decoding: Decoding) -> Vec<(usize, usize)> {
         let search = match &self.inner.matcher {
-            Matcher::Nothing => return Cow::Borrowed(text),
-            Matcher::FailClosed if text.is_empty() => return Cow::Borrowed(text),
-            Matcher::FailClosed => return Cow::Owned(REDACTED.to_owned()),
+            Matcher::Nothing => return Vec::new(),
+            Matcher::FailClosed if text.is_empty() => return Vec::new(),
+            Matcher::FailClosed => return vec![(0, text.len())],
             Matcher::Automaton(search) => search,
         };
         let mut spans = Spans::new(text);
@@ -256,7 +325,7 @@ impl Concealer {
                     }
                 }
                 if survey.seeds.is_empty() {
-                    return spans.replace();
+                    return spans.finish();
                 }
                 let mut seeds = survey.seeds;
                 seeds.extend(survey.raw_joins);
@@ -276,7 +345,7 @@ impl Concealer {
                 views_of(search, bytes, 0, &mut spans);
             }
         }
-        spans.replace()
+        spans.finish()
     }
 
     /// [`Concealer::conceal`], then also the shapes of credentials in text
@@ -337,40 +406,47 @@ enum Decoding {
 /// layer deep), each with its joined views, recording what each hit
 /// conceals; `hay` is the text's bytes from `offset` on.
 fn views_of(search: &Search, hay: &[u8], offset: usize, spans: &mut Spans) {
+    let long = search.long_run.find(hay).is_some();
     let present = Families::present_in(hay);
-    let lenient = present.has_escapes() && lenient_differs(hay);
+    let lenient = present.has_escapes() && (long || lenient_differs(hay));
     for families in present.views(lenient) {
-        let view = View::decode(hay, families);
-        // Triggers that start no escape (`%%%%`, `&&&&`) leave the text
-        // as it is: its scan and its own views are the ones above.
-        if view.decoded() == 0 {
-            continue;
-        }
-        let outer = Nested {
-            outer: &Window(offset),
-            inner: &view,
-        };
-        scan(search, &view.bytes, &outer, spans);
-        for escaped in [false, true] {
-            scan_joined(search, &view.bytes, escaped, &outer, spans);
-        }
-        // One layer more, the same way, for what was encoded twice: an
-        // error quoting upstream JSON as a JSON string (`\\u002B`), a
-        // percent-encoded JSON body (`%5Cu002B`).
-        let present = Families::present_in(&view.bytes);
-        let lenient = present.has_escapes() && lenient_differs(&view.bytes);
-        for inner in present.views(lenient) {
-            let nested = View::decode(&view.bytes, inner);
-            if nested.decoded() == 0 {
+        for runs in search.readings(families, long) {
+            let view = View::decode(hay, families, runs);
+            // Triggers that start no escape (`%%%%`, `&&&&`) leave the
+            // text as it is: its scan and its own views are the ones
+            // above.
+            if view.decoded() == 0 {
                 continue;
             }
-            let map = Nested {
-                outer: &outer,
-                inner: &nested,
+            let outer = Nested {
+                outer: &Window(offset),
+                inner: &view,
             };
-            scan(search, &nested.bytes, &map, spans);
+            scan(search, &view.bytes, &outer, spans);
             for escaped in [false, true] {
-                scan_joined(search, &nested.bytes, escaped, &map, spans);
+                scan_joined(search, &view.bytes, escaped, &outer, spans);
+            }
+            // One layer more, the same way, for what was encoded twice: an
+            // error quoting upstream JSON as a JSON string (`\\u002B`), a
+            // percent-encoded JSON body (`%5Cu002B`).
+            let long = search.long_run.find(&view.bytes).is_some();
+            let present = Families::present_in(&view.bytes);
+            let lenient = present.has_escapes() && (long || lenient_differs(&view.bytes));
+            for inner in present.views(lenient) {
+                for runs in search.readings(inner, long) {
+                    let nested = View::decode(&view.bytes, inner, runs);
+                    if nested.decoded() == 0 {
+                        continue;
+                    }
+                    let map = Nested {
+                        outer: &outer,
+                        inner: &nested,
+                    };
+                    scan(search, &nested.bytes, &map, spans);
+                    for escaped in [false, true] {
+                        scan_joined(search, &nested.bytes, escaped, &map, spans);
+                    }
+                }
             }
         }
     }
@@ -436,5 +512,62 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    /// Found by a 4 MiB answer echoing an 8,000-character `abab…` token:
+    /// the search was restarted one byte past every hit, and every restart
+    /// read a whole token again. However many hits a text holds, the
+    /// automata read a few times the bytes of the views scanned.
+    #[test]
+    fn a_secret_that_repeats_itself_is_read_a_few_times_not_once_per_hit() {
+        let secret = "ab".repeat(4000);
+        let concealer = Concealer::new([secret.as_str()]);
+        for text in [
+            format!("x {} y", secret.repeat(16)),
+            format!(r#"{{"k":"\u0061{}"}}"#, &secret.repeat(16)[1..]),
+            format!("x {secret} y {secret} z {secret}"),
+        ] {
+            scan::SEARCHED.with(|searched| searched.set(0));
+            scan::SCANNED.with(|scanned| scanned.set(0));
+            let concealed = concealer.conceal(&text);
+            let searched = scan::SEARCHED.with(std::cell::Cell::get);
+            let scanned = scan::SCANNED.with(std::cell::Cell::get);
+            assert!(concealed.contains(REDACTED));
+            assert!(!concealed.contains(&secret));
+            assert!(
+                searched <= 3 * scanned,
+                "{searched} bytes searched for {scanned} bytes of views"
+            );
+        }
+    }
+
+    #[test]
+    fn secrets_are_cut_at_blank_lines_and_values_line_by_line() {
+        let parts = |secret: &'static str, min: usize, lines: bool| -> Vec<&'static str> {
+            parts_of([secret], min, lines).collect()
+        };
+        assert_eq!(parts("tab\there\nnew", 4, false), ["tab\there\nnew"]);
+        assert_eq!(
+            parts("\none1\r\n\r\ntwo2\n\nab\n", 4, false),
+            ["one1", "two2"]
+        );
+        assert_eq!(parts("abcd\r\rwxyz", 4, false), ["abcd", "wxyz"]);
+        let pem = "-----BEGIN KEY-----\n  MIIEvQIBADANBgkq \nshort\n-----END KEY-----\n";
+        assert_eq!(
+            parts(pem, 8, true),
+            [
+                "-----BEGIN KEY-----",
+                "MIIEvQIBADANBgkq",
+                "-----END KEY-----"
+            ]
+        );
+        // Each line of a value is concealed wherever it stands, and no
+        // form spans the blank line of the secret given in code.
+        let env = Env::from_pairs([("PRIVATE_KEY", pem)]);
+        let concealer = Concealer::with_env(["first-part\n\nsecond-part"], &env);
+        assert_eq!(
+            concealer.conceal("MIIEvQIBADANBgkq and first-part\n\nsecond-part"),
+            format!("{REDACTED} and {REDACTED}\n\n{REDACTED}")
+        );
     }
 }

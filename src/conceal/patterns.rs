@@ -5,10 +5,12 @@ use super::MIN_CORE_LEN;
 use super::escapes::{
     Decoded, char_ref, json_escape, json_unicode_escape, lenient_escape, percent_escape,
 };
+use super::views::{Families, Runs};
 use crate::text::syntax::hex_at;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+use memchr::memmem::Finder;
 use std::collections::BTreeMap;
 
 /// What a concealer searches with.
@@ -27,8 +29,10 @@ pub(super) enum Matcher {
 pub(super) enum Kind {
     /// The secret itself, or its hex: conceal exactly the hit.
     Exact,
-    /// A base64 core: conceal the whole base64 run around the hit.
-    Base64Core,
+    /// A base64 core: conceal the hit and the characters beside it that
+    /// share its secret's bits, `before` it and `after` it (0 or 1 each),
+    /// with the padding that follows.
+    Base64Core { before: u8, after: u8 },
 }
 
 /// Up to this many bytes of patterns, the automaton is a DFA (see
@@ -37,8 +41,9 @@ const MAX_DFA_BYTES: usize = 2048;
 
 /// Builds the one automaton that serves every view.
 pub(super) fn compile(secrets: &[&str]) -> Matcher {
-    // A pattern that is both exact and a core conceals as a core: the run
-    // around it contains the exact hit.
+    // A pattern that is both exact and a core conceals as a core, which
+    // conceals the hit and maybe more; a core of two alignments, as the
+    // one that shares more.
     let mut patterns: BTreeMap<Vec<u8>, Kind> = BTreeMap::new();
     for secret in secrets {
         patterns.insert(secret.as_bytes().to_vec(), Kind::Exact);
@@ -47,33 +52,21 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
         patterns.insert(lower.into_bytes(), Kind::Exact);
     }
     for secret in secrets {
-        for core in base64_cores(secret.as_bytes()) {
-            patterns.insert(core.into_bytes(), Kind::Base64Core);
+        for (core, before, after) in base64_cores(secret.as_bytes()) {
+            let kind = patterns.entry(core.into_bytes()).or_insert(Kind::Exact);
+            *kind = match *kind {
+                Kind::Base64Core {
+                    before: was_before,
+                    after: was_after,
+                } => Kind::Base64Core {
+                    before: before.max(was_before),
+                    after: after.max(was_after),
+                },
+                Kind::Exact => Kind::Base64Core { before, after },
+            };
         }
     }
     let kinds: Vec<Kind> = patterns.values().copied().collect();
-    // A hit at one start hides the shorter patterns starting there too; of
-    // those only a core conceals more than the hit (its whole run), and any
-    // one core does, since every core is all base64.
-    // The patterns that start with a core follow it in sorted order, so
-    // each core looks only at those; the first, shortest, core wins.
-    let keys: Vec<&Vec<u8>> = patterns.keys().collect();
-    let mut core_prefix: Vec<Option<usize>> = vec![None; keys.len()];
-    for (i, core) in keys.iter().enumerate() {
-        if kinds.get(i) != Some(&Kind::Base64Core) {
-            continue;
-        }
-        for (j, pattern) in keys.iter().enumerate().skip(i + 1) {
-            if !pattern.starts_with(core) {
-                break;
-            }
-            if kinds.get(j) == Some(&Kind::Exact)
-                && let Some(slot @ None) = core_prefix.get_mut(j)
-            {
-                *slot = Some(core.len());
-            }
-        }
-    }
     let mut pairs = vec![0u64; 256 * 256 / 64];
     for pattern in patterns.keys() {
         for pair in pattern.windows(2) {
@@ -102,11 +95,23 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     let separator: [bool; 256] = std::array::from_fn(|b| {
         b < 0x80 && !relevant[b] && b != usize::from(b'\r') && b != usize::from(b'\n')
     });
-    // Leftmost-longest rather than overlapping semantics: it lets the
-    // automaton skip ahead with a vectorized prefilter (Teddy) instead of
-    // stepping through every byte, about ten times faster on text with
-    // nothing to find. Overlaps are recovered by `scan`, which restarts one
-    // byte after each hit's start.
+    let mut in_pattern = [false; 256];
+    for &byte in patterns.keys().flatten() {
+        in_pattern[usize::from(byte)] = true;
+    }
+    let closes: [bool; 256] = std::array::from_fn(|b| {
+        !in_pattern[b] && matches!(u8::try_from(b), Ok(b';' | b'}' | b'{' | b'#'))
+    });
+    // Two automata over the same patterns, in the same order (so a pattern
+    // has one id in both). A leftmost-longest one finds where hits are: it
+    // lets the vectorized prefilter (Teddy) confirm matches by itself and
+    // skip ahead, about ten times faster than walking the automaton on
+    // text with nothing to find. An overlapping one then reports every
+    // occurrence of every pattern in a window from each hit found that
+    // way (see `scan`), in one pass, whatever the patterns repeat: a
+    // leftmost search restarted one byte past each hit, as this was,
+    // reads a whole secret again at every restart, and an 8,000-character
+    // `abab…` echoed all through an answer cost about 1,300 ns a byte.
     //
     // The automaton's kind is chosen by the patterns' total length, not
     // left to the crate: it builds a DFA for few patterns, filling each
@@ -121,34 +126,56 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
     } else {
         AhoCorasickKind::ContiguousNFA
     };
-    match AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(kind))
-        .build(patterns.keys())
-    {
-        Ok(automaton) => Matcher::Automaton(Box::new(Search {
-            automaton,
+    let longest = patterns.keys().map(Vec::len).max().unwrap_or(0);
+    // Twice the longest secret (each of its backslashes is two in an
+    // escaped run), and even, so that pairs from a run's start land on it.
+    let run_reach = 2 * secrets.iter().map(|s| s.len()).max().unwrap_or(0) + 2;
+    let long_run = Finder::new(&vec![b'\\'; 2 * run_reach + 2]).into_owned();
+    let build = |match_kind| {
+        AhoCorasick::builder()
+            .match_kind(match_kind)
+            .kind(Some(kind))
+            .build(patterns.keys())
+    };
+    match (
+        build(MatchKind::LeftmostLongest),
+        build(MatchKind::Standard),
+    ) {
+        (Ok(leftmost), Ok(overlapping)) => Matcher::Automaton(Box::new(Search {
+            leftmost,
+            overlapping,
+            longest,
+            run_reach,
+            long_run,
             kinds,
-            core_prefix,
             relevant,
             relevant_high,
             quiet_next,
             backslash,
             separator,
+            closes,
             pairs,
         })),
-        Err(_) => Matcher::FailClosed,
+        _ => Matcher::FailClosed,
     }
 }
 
 /// The compiled automaton and what each of its patterns conceals.
 pub(super) struct Search {
-    pub(super) automaton: AhoCorasick,
+    /// Finds the next hit, skipping fast over text with none.
+    pub(super) leftmost: AhoCorasick,
+    /// Finds every hit in a window, overlapping ones included.
+    pub(super) overlapping: AhoCorasick,
+    /// The length of the longest pattern: how far a hit can reach past
+    /// where it starts.
+    pub(super) longest: usize,
+    /// How many backslashes of a long run are read from each of its ends
+    /// ([`Runs`]).
+    pub(super) run_reach: usize,
+    /// Finds a run of backslashes long enough to be read both ways.
+    pub(super) long_run: Finder<'static>,
     /// What a hit of each pattern conceals, by pattern id.
     pub(super) kinds: Vec<Kind>,
-    /// For an exact pattern, the length of a core that is a prefix of it,
-    /// if any: the core matches wherever the pattern does.
-    pub(super) core_prefix: Vec<Option<usize>>,
     /// The bytes an escape must decode to for a view to matter: any byte
     /// of a pattern, a trigger, and any byte that can continue an escape of
     /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a
@@ -167,6 +194,11 @@ pub(super) struct Search {
     /// span: ASCII that is not relevant (so in no pattern, no escape's
     /// body and no base64 run) and no line break. See [`windows`].
     pub(super) separator: [bool; 256],
+    /// The bytes in no pattern that are a separator wherever no escape can
+    /// hold them (`;`, `{`, `}`, `#`: the body of a reference or of
+    /// `\u{…}`): no hit holds one unless an escape ends at it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) closes: [bool; 256],
     /// Which two bytes stand next to each other in some pattern, one bit
     /// per pair: only a line break between such neighbours can lie inside
     /// a hit.
@@ -352,6 +384,21 @@ fn backslash_table(relevant: &[bool; 256]) -> [u8; 256] {
 }
 
 impl Search {
+    /// The readings of long backslash runs a view of `families` is decoded
+    /// with: both parities when it reads backslashes and `long` says the
+    /// text holds such a run, else the one that never applies.
+    pub(super) fn readings(&self, families: Families, long: bool) -> Vec<Runs> {
+        let even = Runs {
+            reach: self.run_reach,
+            odd: false,
+        };
+        if long && families.has_escapes() {
+            vec![even, Runs { odd: true, ..even }]
+        } else {
+            vec![even]
+        }
+    }
+
     /// Whether `b` follows `a` somewhere in some pattern.
     pub(super) fn adjacent(&self, a: u8, b: u8) -> bool {
         let at = usize::from(a) << 8 | usize::from(b);
@@ -363,9 +410,10 @@ impl Search {
 
 /// The characters of the secret's base64 that only the secret determines,
 /// at each alignment (0, 1 or 2 bytes of the same 3-byte group before it),
-/// in both alphabets.
-fn base64_cores(secret: &[u8]) -> Vec<String> {
-    let mut cores = Vec::with_capacity(6);
+/// in both alphabets; each with how many characters beside it, before and
+/// after, mix the secret's bits with those of what surrounds it.
+fn base64_cores(secret: &[u8]) -> Vec<(String, u8, u8)> {
+    let mut cores: Vec<(String, u8, u8)> = Vec::with_capacity(6);
     for align in 0..3 {
         let mut data = vec![0u8; align];
         data.extend_from_slice(secret);
@@ -376,13 +424,15 @@ fn base64_cores(secret: &[u8]) -> Vec<String> {
         // A final partial group of 1 or 2 bytes: its last non-padding
         // character mixes in whatever follows the secret.
         let tail = 4 * (n / 3) + [0, 1, 2][n % 3];
+        let before = u8::from(align != 0);
+        let after = u8::from(n % 3 != 0);
         for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
             let encoded = engine.encode(&data);
             if let Some(core) = encoded.get(head..tail)
                 && core.len() >= MIN_CORE_LEN
-                && !cores.iter().any(|c: &String| c == core)
+                && !cores.iter().any(|(c, ..)| c == core)
             {
-                cores.push(core.to_owned());
+                cores.push((core.to_owned(), before, after));
             }
         }
     }
@@ -397,7 +447,7 @@ mod tests {
     fn cores_of_a_four_char_secret_are_all_long_enough() {
         let cores = base64_cores(b"abcd");
         assert_eq!(cores.len(), 3, "{cores:?}");
-        assert!(cores.iter().all(|c| c.len() >= MIN_CORE_LEN));
+        assert!(cores.iter().all(|(c, ..)| c.len() >= MIN_CORE_LEN));
     }
 
     #[test]
@@ -412,11 +462,11 @@ mod tests {
                 let std = base64::engine::general_purpose::STANDARD.encode(&data);
                 let url = URL_SAFE_NO_PAD.encode(&data);
                 assert!(
-                    cores.iter().any(|c| std.contains(c.as_str())),
+                    cores.iter().any(|(c, ..)| std.contains(c.as_str())),
                     "{before} {after}"
                 );
                 assert!(
-                    cores.iter().any(|c| url.contains(c.as_str())),
+                    cores.iter().any(|(c, ..)| url.contains(c.as_str())),
                     "{before} {after}"
                 );
             }

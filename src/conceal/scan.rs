@@ -13,24 +13,12 @@ use std::borrow::Cow;
 
 /// Searches one view and records the source span of every hit.
 pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut Spans) {
-    // Hits arrive in order of their start, and a core lies inside one run,
-    // so the run last expanded is the only one a later hit can fall in
-    // again; skipping those keeps a long run with many hits linear.
-    let mut run: Option<(usize, usize)> = None;
+    #[cfg(test)]
+    SCANNED.with(|scanned| scanned.set(scanned.get() + hay.len()));
     let mut conceal = |kind: Kind, start: usize, end: usize| {
         let (start, end) = match kind {
             Kind::Exact => (start, end),
-            Kind::Base64Core => {
-                if let Some((a, b)) = run
-                    && start >= a
-                    && end <= b
-                {
-                    return;
-                }
-                let expanded = base64_run(hay, start, end);
-                run = Some(expanded);
-                expanded
-            }
+            Kind::Base64Core { before, after } => base64_shared(hay, start, end, before, after),
         };
         if map.copied(start, end) {
             return;
@@ -40,25 +28,55 @@ pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut
             None => spans.everything(),
         }
     };
-    // Every start that has a hit, in order: the leftmost-longest hit from
-    // `at`, then again from one byte past its start, so a hit overlapping
-    // the previous one is found too. `at` only grows, and each search finds
-    // the next start or ends the loop.
+    // The leftmost-longest hit from `at` (skipping fast over text with
+    // none), then every hit, overlapping ones included, in a window from
+    // its start: every hit that starts at least one longest pattern before
+    // the window's end lies inside it, so the next leftmost search starts
+    // there. A window reaches past the first hit's end, and at least three
+    // longest patterns (so that a text made of one repeated secret is read
+    // about twice over, not once per hit).
+    let longest = search.longest.max(1);
     let mut at = 0;
     while at < hay.len() {
-        let hit = match search.automaton.try_find(Input::new(hay).range(at..)) {
+        let first = match search.leftmost.try_find(Input::new(hay).range(at..)) {
             Ok(Some(hit)) => hit,
             Ok(None) => return,
             Err(_) => return spans.everything(),
         };
-        let id = hit.pattern().as_usize();
-        let kind = search.kinds.get(id).copied().unwrap_or(Kind::Base64Core);
-        conceal(kind, hit.start(), hit.end());
-        if let Some(Some(len)) = search.core_prefix.get(id) {
-            conceal(Kind::Base64Core, hit.start(), hit.start() + len);
+        let end = first.end().max(first.start() + 2 * longest) + longest;
+        let window = first.start()..end.min(hay.len());
+        #[cfg(test)]
+        SEARCHED.with(|searched| {
+            searched.set(searched.get() + (first.end() - at) + window.len());
+        });
+        at = if end < hay.len() {
+            end - longest + 1
+        } else {
+            hay.len()
+        };
+        let input = Input::new(hay).range(window);
+        let hits = match search.overlapping.try_find_overlapping_iter(input) {
+            Ok(hits) => hits,
+            Err(_) => return spans.everything(),
+        };
+        for hit in hits {
+            let kind = search
+                .kinds
+                .get(hit.pattern().as_usize())
+                .copied()
+                .unwrap_or(Kind::Exact);
+            conceal(kind, hit.start(), hit.end());
         }
-        at = hit.start() + 1;
     }
+}
+
+// How many bytes the automata were set to read, on this thread, and how
+// many bytes of views were scanned: the one a small multiple of the other,
+// however many hits a view holds, or the search is not linear.
+#[cfg(test)]
+thread_local! {
+    pub(super) static SEARCHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    pub(super) static SCANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Either alphabet, since a run may be either.
@@ -66,46 +84,66 @@ pub(super) fn is_base64(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_')
 }
 
-/// The maximal base64 run around `start..end`, with up to two `=` of
-/// padding. The run goes on over a line break that stands alone between
-/// two of its characters, raw or JSON-escaped, as in base64 wrapped at any
-/// width (MIME, PEM), but not over one next to two dashes, which end or
-/// start a boundary line (`-----BEGIN …-----`, `--boundary`), not a line of
-/// base64.
-pub(super) fn base64_run(hay: &[u8], start: usize, end: usize) -> (usize, usize) {
+/// A base64 core's hit `start..end` with the characters beside it that
+/// share its secret's bits: `before` characters before it and `after`
+/// after it (0 or 1 each: a group of three bytes is four characters, and
+/// only the one at each end of the secret mixes in the bytes around it),
+/// then the padding that follows, up to two `=`. Not the whole base64 run
+/// around the hit: the rest of it carries none of the secret's bits, and a
+/// run can go on as far as it likes, which no concealer that settles a
+/// stream piece by piece can wait for. Each step goes over a line break
+/// that stands alone between two base64 characters, raw or JSON-escaped,
+/// as in base64 wrapped at any width (MIME, PEM), but not over one next to
+/// two dashes, which ends or starts a boundary line (`-----BEGIN …-----`,
+/// `--boundary`), not a line of base64.
+pub(super) fn base64_shared(
+    hay: &[u8],
+    start: usize,
+    end: usize,
+    before: u8,
+    after: u8,
+) -> (usize, usize) {
     let at = |k: usize| hay.get(k).copied();
     let crosses = |from: usize, len: usize, before: Option<u8>, after: Option<u8>| {
         before.is_some_and(is_base64) && after.is_some_and(is_base64) && !boundary(hay, from, len)
     };
     // A break is looked for before a character: the `n` of an escaped
     // `\n` is a base64 character too.
-    let mut a = start;
-    loop {
+    let back = |mut a: usize| {
         if let Some(len) = break_ending_at(hay, a) {
             let before = a.checked_sub(len + 1).and_then(at);
             if !crosses(a - len, len, before, at(a)) {
-                break;
+                return a;
             }
             a -= len;
-        } else if a > 0 && at(a - 1).is_some_and(is_base64) {
-            a -= 1;
-        } else {
-            break;
         }
-    }
-    let mut b = end;
-    loop {
+        if a > 0 && at(a - 1).is_some_and(is_base64) {
+            a - 1
+        } else {
+            a
+        }
+    };
+    let forward = |mut b: usize| {
         if let Some(len) = line_break(hay, b) {
             let before = b.checked_sub(1).and_then(at);
             if !crosses(b, len, before, at(b + len)) {
-                break;
+                return b;
             }
             b += len;
-        } else if at(b).is_some_and(is_base64) {
-            b += 1;
-        } else {
-            break;
         }
+        if at(b).is_some_and(is_base64) {
+            b + 1
+        } else {
+            b
+        }
+    };
+    let mut a = start;
+    for _ in 0..before {
+        a = back(a);
+    }
+    let mut b = end;
+    for _ in 0..after {
+        b = forward(b);
     }
     for _ in 0..2 {
         if at(b) == Some(b'=') {
@@ -177,13 +215,13 @@ impl<'t> Spans<'t> {
         at
     }
 
-    /// Merges overlapping and touching spans, then replaces each with one
-    /// marker. Built left to right into a fresh string, which gives the same
-    /// result as replacing right to left in place, in linear time.
-    pub(super) fn replace(mut self) -> Cow<'t, str> {
+    /// The spans to conceal, sorted and disjoint: overlapping and touching
+    /// ones merged, each widened so that no escape straddles its edges,
+    /// and merged again.
+    pub(super) fn finish(mut self) -> Vec<(usize, usize)> {
         let text = self.text;
         if self.spans.is_empty() {
-            return Cow::Borrowed(text);
+            return self.spans;
         }
         // Merged before they are widened, and again after: what is
         // concealed then depends only on which bytes the hits covered, not
@@ -195,17 +233,27 @@ impl<'t> Spans<'t> {
             .map(|span| whole_escapes(text.as_bytes(), span))
             .collect();
         widened.sort_unstable();
-        let merged = merge(widened);
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for (start, end) in merged {
-            out.push_str(text.get(at..start).unwrap_or_default());
-            out.push_str(REDACTED);
-            at = end;
-        }
-        out.push_str(text.get(at..).unwrap_or_default());
-        Cow::Owned(out)
+        merge(widened)
     }
+}
+
+/// `text` with each of `spans` (sorted, disjoint) replaced by one marker.
+/// Built left to right into a fresh string, which gives the same result as
+/// replacing right to left in place, in linear time; borrowed when there
+/// is nothing to replace.
+pub(super) fn replace<'t>(text: &'t str, spans: &[(usize, usize)]) -> Cow<'t, str> {
+    if spans.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for &(start, end) in spans {
+        out.push_str(text.get(at..start).unwrap_or_default());
+        out.push_str(REDACTED);
+        at = end;
+    }
+    out.push_str(text.get(at..).unwrap_or_default());
+    Cow::Owned(out)
 }
 
 /// Sorted spans, with the overlapping and touching ones merged.
@@ -221,7 +269,7 @@ fn merge(spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
 }
 
 /// How many escapes a span's edge may take in, one after the other.
-const MOST_WIDENINGS: usize = 4;
+pub(super) const MOST_WIDENINGS: usize = 4;
 
 /// The length of the escape (JSON/JavaScript, percent, character
 /// reference) that starts at `p`, if one does.
@@ -275,7 +323,7 @@ fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, u
 mod tests {
     use super::*;
     use crate::conceal::maps::Nested;
-    use crate::conceal::views::{Families, View};
+    use crate::conceal::views::{Families, Runs, View};
 
     #[test]
     fn a_span_inside_a_multibyte_char_widens_to_the_whole_char() {
@@ -283,15 +331,15 @@ mod tests {
         let mut spans = Spans::new(text);
         // Into the middle of `é` and of `日`.
         spans.push(2, 5);
-        assert_eq!(spans.replace(), "a[redacted]b");
+        assert_eq!(replace(text, &spans.finish()), "a[redacted]b");
     }
 
     #[test]
     fn a_nested_view_maps_through_both_layers() {
         let text = br"x%5Cu0041y";
-        let outer = View::decode(text, Families::PERCENT);
+        let outer = View::decode(text, Families::PERCENT, Runs::NONE);
         assert_eq!(outer.bytes, br"x\u0041y");
-        let inner = View::decode(&outer.bytes, Families::ESCAPES);
+        let inner = View::decode(&outer.bytes, Families::ESCAPES, Runs::NONE);
         assert_eq!(inner.bytes, b"xAy");
         let nested = Nested {
             outer: &outer,
@@ -302,21 +350,27 @@ mod tests {
     }
 
     #[test]
-    fn a_base64_run_goes_on_over_lone_line_breaks() {
-        let run = |hay: &[u8], start: usize| {
-            let (a, b) = base64_run(hay, start, start + 1);
+    fn a_core_takes_the_characters_that_share_its_bits_over_lone_line_breaks() {
+        let shared = |hay: &[u8], start: usize, end: usize, before: u8, after: u8| {
+            let (a, b) = base64_shared(hay, start, end, before, after);
             hay.get(a..b).map(<[u8]>::to_vec).unwrap_or_default()
         };
+        let wrapped = b"x QUJD\nRUZH\r\nSA\n=\n= y";
+        assert_eq!(shared(wrapped, 7, 11, 1, 1), b"D\nRUZH\r\nS");
+        assert_eq!(shared(wrapped, 7, 11, 0, 0), b"RUZH");
         assert_eq!(
-            run(b"x QUJD\nRUZH\r\nSA\n=\n= y", 8),
-            b"QUJD\nRUZH\r\nSA\n=\n="
+            shared(br"x QUJD\nRUZH\r\nSA== y", 8, 12, 1, 1),
+            br"D\nRUZH\r\nS"
         );
-        assert_eq!(run(br"x QUJD\nRUZH\r\nSA== y", 3), br"QUJD\nRUZH\r\nSA==");
+        // The padding after the last character goes too.
+        assert_eq!(
+            shared(b"QUJDRUZ\nI\n=\n= y", 0, 7, 0, 1),
+            b"QUJDRUZ\nI\n=\n="
+        );
         // Not over a blank line, nor into a boundary line.
-        assert_eq!(run(b"QUJD\n\nRUZH", 0), b"QUJD");
-        assert_eq!(
-            run(b"-----BEGIN X-----\nQUJD\nRUZH\n-----END X-----", 20),
-            b"QUJD\nRUZH"
-        );
+        assert_eq!(shared(b"QUJD\n\nRUZH", 6, 10, 1, 0), b"RUZH");
+        let pem = b"-----BEGIN X-----\nQUJD\nRUZH\n-----END X-----";
+        assert_eq!(shared(pem, 18, 22, 1, 0), b"QUJD");
+        assert_eq!(shared(pem, 23, 27, 1, 1), b"D\nRUZH");
     }
 }

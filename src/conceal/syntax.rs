@@ -24,6 +24,13 @@ pub(crate) const LONGEST_ESCAPE: usize = MAX_REF_NAME + 2;
 /// per `&`.
 pub(crate) const MAX_REF_NAME: usize = 32;
 
+/// The most digits a numeric reference is read with (`&#x` and 14 digits
+/// and `;` is 18 bytes, as long as `&DiacriticalGrave;`, the longest name
+/// decoded). Leading zeros are legal, so a browser reads on; but a form
+/// of a secret must be bounded for the concealer to be local (`DESIGN.md`,
+/// "Locality"), and no writer pads a number to more.
+pub(crate) const MAX_REF_DIGITS: usize = 14;
+
 /// The value of each byte as a hex digit, either case; 0xFF for the rest.
 /// A table: the survey reads the four digits of every `\uXXXX`.
 const HEX: [u8; 256] = {
@@ -94,7 +101,8 @@ pub(crate) fn lex(src: &[u8], p: usize) -> Option<Lexed> {
 /// Whether `src` ends inside an escape that starts at `p`: one whose bytes
 /// so far are the start of an escape, or a whole one that a byte more
 /// could extend (`&#65`, which `&#655` reads otherwise, or a name without
-/// its `;`).
+/// its `;`). Digits are not held to [`MAX_REF_DIGITS`] here: a cut is
+/// judged as a reader that reads every digit would judge it.
 pub(crate) fn cut_at_end(src: &[u8], p: usize) -> bool {
     read(src, p).1
 }
@@ -224,7 +232,7 @@ fn number(src: &[u8], p: usize) -> (Option<Lexed>, bool) {
     }
     let cut = k >= src.len();
     let digits = k - digits_at;
-    if digits == 0 {
+    if digits == 0 || digits > MAX_REF_DIGITS {
         return (None, cut);
     }
     let len = k + usize::from(src.get(k) == Some(&b';')) - p;

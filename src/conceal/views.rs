@@ -164,6 +164,45 @@ impl Families {
     }
 }
 
+/// How a view reads a run of backslashes too long to read from its start.
+///
+/// Backslashes pair up from the left (`\\` is one escape), so whether the
+/// byte after a run is escaped depends on the parity of the whole run,
+/// however long: a reader sees `\u002B` after 1,001 backslashes and not
+/// after 1,000. That is the one reading of the decoders that is not local
+/// (`DESIGN.md`, "Locality"), so a run of at least `2 * reach + 2`
+/// backslashes is read in two views, one for each parity: its first
+/// `reach` as from its start, its last `reach` (`odd`: and one more, which
+/// escapes the byte after the run) paired from there, and the rest
+/// literal. `reach` is even and at least twice as long as the longest
+/// secret, so every hit that holds backslashes of the run holds only ones
+/// read as a reader reads them (or, at the end, in both ways, which can
+/// only add hits); a secret that is all backslashes is found raw all along
+/// the run anyway.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Runs {
+    pub(super) reach: usize,
+    pub(super) odd: bool,
+}
+
+impl Runs {
+    /// No run is long: for tests of short texts.
+    #[cfg(test)]
+    pub(super) const NONE: Runs = Runs {
+        reach: usize::MAX / 4,
+        odd: false,
+    };
+
+    /// The backslashes of `run` read as literal, if it is long.
+    fn middle(self, run: std::ops::Range<usize>) -> Option<std::ops::Range<usize>> {
+        if run.len() < 2 * self.reach + 2 {
+            return None;
+        }
+        let tail = self.reach + usize::from(self.odd);
+        Some(run.start + self.reach..run.end - tail)
+    }
+}
+
 /// A decoded view of the text.
 ///
 /// Hand-written: no decoding crate reports which source bytes each decoded
@@ -202,7 +241,7 @@ enum Place {
 }
 
 impl View {
-    pub(super) fn decode(src: &[u8], families: Families) -> View {
+    pub(super) fn decode(src: &[u8], families: Families, runs: Runs) -> View {
         let mut view = View {
             bytes: Vec::with_capacity(src.len()),
             marks: Vec::new(),
@@ -212,7 +251,23 @@ impl View {
         };
         let mut literal_from = 0;
         let mut triggers = families.triggers(src);
+        // The run of backslashes last met, as `start..end`.
+        let mut run = 0..0;
         while let Some(p) = triggers.next() {
+            if families.has_escapes() && src.get(p) == Some(&b'\\') {
+                if !run.contains(&p) {
+                    let len = src.get(p..).unwrap_or_default();
+                    run = p..p + len.iter().take_while(|&&b| b == b'\\').count();
+                }
+                // The middle of a long run stays literal; its tail is read
+                // from where `runs` says.
+                if let Some(middle) = runs.middle(run.clone())
+                    && middle.contains(&p)
+                {
+                    triggers.skip_to(middle.end);
+                    continue;
+                }
+            }
             let decoded = match src.get(p) {
                 Some(b'\\') if families.escapes => json_escape(src, p),
                 Some(b'\\') => lenient_escape(src, p),
@@ -407,7 +462,7 @@ mod tests {
             percent: true,
             refs: true,
         };
-        let view = View::decode(text, all);
+        let view = View::decode(text, all, Runs::NONE);
         assert_eq!(view.bytes, "aéA&b".as_bytes());
         assert_eq!(view.source(1, 3), Some((1, 7)));
         assert_eq!(view.source(3, 4), Some((7, 10)));

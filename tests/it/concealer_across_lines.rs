@@ -4,12 +4,17 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-use meterwire::Concealer;
+use meterwire::{Concealer, REDACTED};
 
-use crate::support::forms::{BREAKS, ESCAPED_BREAKS, MIXED_TOKEN as TOKEN, json_php, wrap};
+use crate::support::forms::{
+    BREAKS, ESCAPED_BREAKS, MIXED_TOKEN as TOKEN, concealed, json_php, wrap,
+};
 
 #[test]
-fn base64_wrapped_at_any_width_is_concealed_whole() {
+/// From the first to the last character that carries the token's bits,
+/// breaks included: the characters of what precedes it (`Bearer `,
+/// `user:`) stay, as CONTRACT §11 has base64 concealed.
+fn base64_wrapped_at_any_width_is_concealed_from_its_first_to_its_last_character() {
     let concealer = Concealer::new([TOKEN]);
     for prefix in ["", "Bearer ", "user:", "xy"] {
         let data = format!("{prefix}{TOKEN}");
@@ -19,9 +24,10 @@ fn base64_wrapped_at_any_width_is_concealed_whole() {
                 for line_break in BREAKS {
                     let wrapped = wrap(&encoded, width, line_break);
                     let text = format!("said: {wrapped} (end)");
+                    let echo = concealed(&wrapped, TOKEN);
                     assert_eq!(
                         concealer.conceal(&text),
-                        "said: [redacted] (end)",
+                        format!("said: {echo} (end)"),
                         "{text:?}"
                     );
                 }
@@ -30,18 +36,25 @@ fn base64_wrapped_at_any_width_is_concealed_whole() {
     }
 }
 
+/// The token's characters in a PEM-style block go, breaks between them
+/// included, as one marker; the block's other lines, and its boundary
+/// lines, stay.
 #[test]
-fn a_pem_style_block_is_concealed_whole() {
+fn the_token_in_a_pem_style_block_is_one_marker() {
     let concealer = Concealer::new([TOKEN]);
     let encoded = STANDARD.encode(format!("{}user:{TOKEN}\n", "x".repeat(100)));
-    let text = format!(
-        "-----BEGIN DATA-----\r\n{}\r\n-----END DATA-----",
-        wrap(&encoded, 64, "\r\n")
-    );
+    let block = wrap(&encoded, 64, "\r\n");
+    let text = format!("-----BEGIN DATA-----\r\n{block}\r\n-----END DATA-----");
+    let out = concealer.conceal(&text);
     assert_eq!(
-        concealer.conceal(&text),
-        "-----BEGIN DATA-----\r\n[redacted]\r\n-----END DATA-----"
+        out,
+        format!(
+            "-----BEGIN DATA-----\r\n{}\r\n-----END DATA-----",
+            concealed(&block, TOKEN)
+        )
     );
+    assert_eq!(out.matches(REDACTED).count(), 1, "{out}");
+    assert!(out.starts_with("-----BEGIN DATA-----\r\neHh4eHh4"), "{out}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use meterwire::{Concealer, Env, REDACTED};
 
-use crate::support::forms::unicode_escape;
+use crate::support::forms::{concealed, unicode_escape};
 
 /// Realistic: every character a JSON, URL or HTML encoder would touch.
 const LIVE: &str = r#"mw_live_4f+Ab/9z=Q&x<y>"z'"#;
@@ -27,6 +27,27 @@ fn assert_conceals(concealer: &Concealer, secret: &str, encoded: &str) {
     assert!(!output.contains(secret), "secret survived: {output}");
     assert!(!output.contains(encoded), "encoded form survived: {output}");
     assert_eq!(output, "before [redacted] after", "input: {input}");
+}
+
+/// The encoded token, between words, comes back as `before {echo} after`.
+#[track_caller]
+fn assert_conceals_to(concealer: &Concealer, secret: &str, encoded: &str, echo: &str) {
+    let input = format!("before {encoded} after");
+    let output = concealer.conceal(&input);
+    assert!(!output.contains(secret), "secret survived: {output}");
+    assert!(!output.contains(encoded), "encoded form survived: {output}");
+    assert_eq!(output, format!("before {echo} after"), "input: {input}");
+}
+
+/// Each of both tokens, in the base64 form `encode` gives it, comes back as
+/// [`concealed`] says.
+#[track_caller]
+fn assert_conceals_both_to(encode: impl Fn(&str) -> String) {
+    let concealer = concealer();
+    for secret in [LIVE, PLAIN] {
+        let encoded = encode(secret);
+        assert_conceals_to(&concealer, secret, &encoded, &concealed(&encoded, secret));
+    }
 }
 
 /// Each of both tokens, in the form `encode` gives it.
@@ -323,11 +344,13 @@ fn base64_in_both_alphabets_padded_or_not_is_concealed() {
     }
 }
 
+/// A longer run keeps the characters that carry none of the token's bits,
+/// before it and after it (CONTRACT §11); those that do go, as one marker.
 #[test]
 fn base64_of_the_token_at_every_alignment_inside_a_longer_run_is_concealed() {
     for engine in [STANDARD, URL_SAFE_NO_PAD] {
         for offset in 0..3 {
-            assert_conceals_both(|s| {
+            assert_conceals_both_to(|s| {
                 let mut data = b"{\"k\":\""[..offset + 3].to_vec();
                 data.extend_from_slice(s.as_bytes());
                 data.extend_from_slice(b"\",\"more\":\"payload after the token\"}");
@@ -341,16 +364,18 @@ fn base64_of_the_token_at_every_alignment_inside_a_longer_run_is_concealed() {
 fn base64_of_a_bearer_header_value_is_concealed() {
     let encoded = STANDARD.encode(format!("Bearer {PLAIN}"));
     assert_eq!(encoded, "QmVhcmVyIHNrLXRlc3QtMDEyMzQ1Njc4OWFiY2RlZg==");
-    assert_conceals(&concealer(), PLAIN, &encoded);
-    assert_conceals_both(|s| STANDARD.encode(format!("Bearer {s}")));
+    // `Bearer ` is nine characters' worth of bits; the tenth mixes the
+    // space with the token's first.
+    assert_conceals_to(&concealer(), PLAIN, &encoded, "QmVhcmVyI[redacted]");
+    assert_conceals_both_to(|s| STANDARD.encode(format!("Bearer {s}")));
 }
 
 #[test]
 fn base64_of_basic_auth_credentials_is_concealed() {
     let encoded = STANDARD.encode(format!("user:{PLAIN}"));
     assert_eq!(encoded, "dXNlcjpzay10ZXN0LTAxMjM0NTY3ODlhYmNkZWY=");
-    assert_conceals(&concealer(), PLAIN, &encoded);
-    assert_conceals_both(|s| URL_SAFE_NO_PAD.encode(format!("user:{s}")));
+    assert_conceals_to(&concealer(), PLAIN, &encoded, "dXNlcj[redacted]");
+    assert_conceals_both_to(|s| URL_SAFE_NO_PAD.encode(format!("user:{s}")));
 }
 
 #[test]
@@ -360,7 +385,12 @@ fn base64_behind_escaped_slashes_in_json_is_concealed() {
     let encoded = STANDARD.encode(format!("Bearer {secret}"));
     assert_eq!(encoded, "QmVhcmVyIG13X2xpdmVfPz8/P35+fn4=");
     let concealer = Concealer::new([secret]);
-    assert_conceals(&concealer, secret, &encoded.replace('/', r"\/"));
+    assert_conceals_to(
+        &concealer,
+        secret,
+        &encoded.replace('/', r"\/"),
+        "QmVhcmVyI[redacted]",
+    );
 }
 
 #[test]

@@ -4,12 +4,12 @@
 
 use std::time::{Duration, SystemTime};
 
-use meterwire::{Cause, REDACTED, Refusal};
+use meterwire::{Cause, Refusal};
 use serde_json::Value;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::forms::{assert_refusal_clean, assert_refusal_echo_redacted, forms};
+use crate::support::forms::{assert_refusal_clean, assert_refusal_echo_redacted, concealed, forms};
 use crate::support::{SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
 
 /// The refusal of one send to an engine answering with `template`; the
@@ -340,7 +340,10 @@ async fn echoing_engine() -> MockServer {
 async fn no_hint_request_id_or_diagnosis_carries_the_token_in_any_form() {
     let server = echoing_engine().await;
     let transport = transport_for(&server.uri(), SCOPE);
-    for (index, (name, _)) in forms(TOKEN).iter().enumerate() {
+    for (index, (name, form)) in forms(TOKEN).iter().enumerate() {
+        // What the echo becomes (base64 keeps the characters of what
+        // precedes the token, which carry none of its bits).
+        let echo = concealed(form, TOKEN);
         for status in [401, 402, 429, 503] {
             for shape in ["problem", "html", "error"] {
                 let ask = serde_json::json!({ "status": status, "form": index, "shape": shape });
@@ -356,18 +359,18 @@ async fn no_hint_request_id_or_diagnosis_carries_the_token_in_any_form() {
                 // The echo did reach every field that quotes it, concealed:
                 // the engine's words, whatever the status and shape...
                 assert_refusal_echo_redacted(&context, &refusal);
-                let said = format!("the engine said: \"{REDACTED}");
+                let said = format!("the engine said: \"{echo}");
                 assert!(
                     refusal.reason().contains(&said),
                     "{context}: {}",
                     refusal.reason()
                 );
                 // ...the request id...
-                assert_eq!(refusal.request_id(), Some(REDACTED), "{context}");
+                assert_eq!(refusal.request_id(), Some(echo.as_str()), "{context}");
                 // ...the retry hint, for the statuses that read one (a 401
                 // and a 402 do not quote `retry-after` at all)...
                 if matches!(status, 429 | 503) {
-                    let retry = format!("retry after {REDACTED}");
+                    let retry = format!("retry after {echo}");
                     assert!(
                         refusal.reason().contains(&retry),
                         "{context}: {}",
@@ -377,15 +380,14 @@ async fn no_hint_request_id_or_diagnosis_carries_the_token_in_any_form() {
                 // ...and the challenge's scope and description, which only a
                 // 401 reads, in the reason and in the remedy.
                 if status == 401 {
-                    let lacks = format!(
-                        "lacks the scope \"{REDACTED}\" (insufficient_scope): \"{REDACTED}\""
-                    );
+                    let lacks =
+                        format!("lacks the scope \"{echo}\" (insufficient_scope): \"{echo}\"");
                     assert!(
                         refusal.reason().contains(&lacks),
                         "{context}: {}",
                         refusal.reason()
                     );
-                    let with_scope = format!("one with the scope \"{REDACTED}\"");
+                    let with_scope = format!("one with the scope \"{echo}\"");
                     assert!(
                         refusal.remedy().contains(&with_scope),
                         "{context}: {}",

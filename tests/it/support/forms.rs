@@ -231,6 +231,67 @@ pub fn forms(token: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// What `form`, an echo of `token`, becomes when concealed: one marker;
+/// or, for base64 (wrapped or not) of data that holds the token, the data's
+/// base64 with the characters that carry the token's bits (and the padding
+/// right after them) replaced by one marker each, and the characters of
+/// what precedes and follows it (`Bearer `, `user:`), which carry none of
+/// them, kept (CONTRACT §11: base64 is concealed from the first to the
+/// last character that carries the secret's bits).
+pub fn concealed(form: &str, token: &str) -> String {
+    // The base64 characters of the form, with where each stands in it: a
+    // wrapped form has line breaks between them, raw or JSON-escaped.
+    let bytes = form.as_bytes();
+    let mut chars: Vec<(usize, u8)> = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        match &bytes[at..] {
+            [b'\\', b'n' | b'r', ..] => at += 2,
+            [b'\n' | b'\r', ..] => at += 1,
+            [b, ..] => {
+                chars.push((at, *b));
+                at += 1;
+            }
+            [] => break,
+        }
+    }
+    let bare: Vec<u8> = chars.iter().map(|&(_, b)| b).collect();
+    let data_chars = bare.iter().take_while(|&&b| b != b'=').count();
+    for engine in [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD] {
+        let Ok(data) = engine.decode(&bare) else {
+            continue;
+        };
+        let hits: Vec<(usize, usize)> = (0..data.len())
+            .filter(|&p| data[p..].starts_with(token.as_bytes()))
+            .map(|p| (p * 8 / 6, ((p + token.len()) * 8).div_ceil(6)))
+            .collect();
+        if hits.is_empty() {
+            continue;
+        }
+        let mut out = String::new();
+        let mut kept_from = 0;
+        let mut last_end = 0;
+        for (first, end) in hits {
+            // Overlapping or touching spans are one marker.
+            if last_end > 0 && chars[first].0 <= chars[last_end - 1].0 + 1 {
+                last_end = last_end.max(end);
+                continue;
+            }
+            if last_end > 0 {
+                kept_from = chars[last_end - 1].0 + 1;
+            }
+            out.push_str(&form[kept_from..chars[first].0]);
+            out.push_str(REDACTED);
+            last_end = end;
+        }
+        if last_end < data_chars {
+            out.push_str(&form[chars[last_end - 1].0 + 1..]);
+        }
+        return out;
+    }
+    REDACTED.to_owned()
+}
+
 /// Fails naming the form when `text` holds any form of the token, or the
 /// token's base64 core (what survives of an encoded token wherever it sat).
 #[track_caller]

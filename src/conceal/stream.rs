@@ -1,0 +1,606 @@
+//! Concealment of a text that arrives in pieces: each piece released as
+//! soon as what follows can no longer change how it is concealed, and the
+//! pieces joined exactly what [`Concealer::conceal`] gives the whole text.
+//!
+//! A streamed answer must be concealed piece by piece (a predictor shows
+//! each token as it comes), yet a form of a secret can be cut anywhere by
+//! the network. Concealing each piece alone leaks a secret split across
+//! two (buildbot's masker, still open); holding whole lines misses a token
+//! hard-wrapped across two; flushing a hold-back on a timer leaks whatever
+//! was held. This type relies on the concealer being *local* instead
+//! (`DESIGN.md`, "Locality"): whether a byte is concealed depends only on
+//! the bytes within [`Concealer::reach`] of it, and on none at all across
+//! a *barrier*, a byte that no form can hold or reach over:
+//!
+//! - a separator (ASCII in no pattern, no escape's body and no base64
+//!   run, and no line break: the `"`, `,`, `:` and spaces of JSON);
+//! - a line break after a separator, or after a `;`, `{`, `}` or `#` in no
+//!   pattern when no escape can end at it (`{"a":1}\n`);
+//! - a blank line (`\n\n`, `\r\n\r\n`, `\r\r`): an SSE event's end, which
+//!   no form spans, since each line of a secret is a secret of its own.
+//!
+//! So a piece is concealed up to its last barrier and released at once
+//! (a complete event, a JSON line), and what follows the barrier is held
+//! until a later one arrives, or, in a stretch with none (a long base64
+//! run), until more than the reach has arrived past it: then all but the
+//! last [`radius`] bytes are settled, concealed with a radius of released
+//! text before them. Nothing is released on a timer; there is none.
+//!
+//! The work is linear: each push looks back from its end only over the
+//! bytes it brought, a barrier's text is concealed once, and a stretch
+//! with no barrier is concealed in windows that advance by at least the
+//! radius, a few times over at most. A merged span that runs on (a secret
+//! repeated back to back) is one marker released once, and what continues
+//! it is swallowed, not held.
+
+use super::Concealer;
+use super::REDACTED;
+use super::patterns::{Matcher, Search};
+use super::scan::MOST_WIDENINGS;
+use crate::text::syntax::LONGEST_ESCAPE;
+use memchr::memchr3;
+
+/// The most bytes one decoded escape takes: `&DiacriticalGrave;`, the
+/// longest name decoded, and `&#x` with fourteen digits and `;`
+/// (`MAX_REF_DIGITS`); every other escape is shorter.
+const LONGEST_DECODED: usize = 18;
+
+/// The most bytes of text one byte of a view comes from, two layers deep:
+/// an escape of the second layer, each of whose bytes is an escape of the
+/// first.
+const PER_VIEW_BYTE: usize = LONGEST_DECODED * LONGEST_DECODED;
+
+/// The most bytes of text one byte of a hit comes from, with the line
+/// break a joined view may drop after it (a JSON-escaped `\r\n`, four
+/// bytes of a view two layers deep).
+const PER_HIT_BYTE: usize = 5 * PER_VIEW_BYTE;
+
+/// How far, each way, whether a byte is concealed can depend on the bytes
+/// around it: the source span of the longest hit (its longest pattern, each
+/// byte two layers deep with a line break after it), the characters a
+/// base64 core takes beside it with their padding and breaks, how far back
+/// the decoding of a hit's first escape can start (an escape, two layers
+/// deep, and the ends of a long backslash run), how far a span's edges
+/// widen over straddling escapes, and a margin.
+fn radius(search: &Search) -> usize {
+    let hit = search.longest * PER_HIT_BYTE;
+    let shared = 4 * PER_HIT_BYTE;
+    let start = PER_VIEW_BYTE + (2 * search.run_reach + 2) * LONGEST_DECODED;
+    let edges = MOST_WIDENINGS * LONGEST_ESCAPE + 4;
+    hit + shared + start + edges + 64
+}
+
+/// How far back a `;`, `{`, `}` or `#` can be the end of an escape: the
+/// longest escape two layers deep. With no trigger that far back, none is.
+const CLOSING_REACH: usize = PER_VIEW_BYTE;
+
+impl Concealer {
+    /// How far the concealer reads: whether a byte of a text is concealed
+    /// depends only on the bytes within this many of it, and a
+    /// [`ConcealStream`] holds back at most this many. Twice the
+    /// [`radius`] the concealment of a byte can depend on, so that a
+    /// stream settles a stretch with no barrier a radius at a time.
+    pub(crate) fn reach(&self) -> usize {
+        match &self.inner.matcher {
+            Matcher::Automaton(search) => 2 * radius(search),
+            Matcher::Nothing | Matcher::FailClosed => 0,
+        }
+    }
+
+    /// A stream that conceals a text arriving in pieces exactly as
+    /// [`Concealer::conceal`] conceals it whole.
+    pub(crate) fn stream(&self) -> ConcealStream {
+        ConcealStream::new(self.clone())
+    }
+}
+
+/// Conceals a text pushed in pieces; see the module docs.
+pub(crate) struct ConcealStream {
+    concealer: Concealer,
+    /// [`Concealer::reach`], and the radius it is twice.
+    reach: usize,
+    radius: usize,
+    /// Released text the rest is still read with, then the text held back.
+    buf: String,
+    /// Where in `buf` the held text starts.
+    held_from: usize,
+    /// How far into `buf` barriers have been looked for.
+    looked: usize,
+    /// Whether `buf` starts at a barrier (or the text's start), so that
+    /// nothing released before it matters to what follows.
+    clean_start: bool,
+    /// The last three bytes released before `buf` starts, for a blank
+    /// line that spans the two.
+    before: [Option<u8>; 3],
+    /// Whether the last byte released was concealed: a concealed stretch
+    /// that goes on is the same marker.
+    in_marker: bool,
+    /// Whether a concealer that fails closed has released its one marker.
+    failed_closed: bool,
+}
+
+impl ConcealStream {
+    fn new(concealer: Concealer) -> ConcealStream {
+        let reach = concealer.reach();
+        ConcealStream {
+            concealer,
+            reach,
+            radius: reach / 2,
+            buf: String::new(),
+            held_from: 0,
+            looked: 0,
+            clean_start: true,
+            before: [None; 3],
+            in_marker: false,
+            failed_closed: false,
+        }
+    }
+
+    /// Takes the next piece of the text (already valid UTF-8; the caller
+    /// joins characters split across network pieces) and appends to `out`
+    /// the concealed text that can be released now.
+    pub(crate) fn push(&mut self, piece: &str, out: &mut String) {
+        let search = match &self.concealer.inner.matcher {
+            Matcher::Nothing => return out.push_str(piece),
+            Matcher::FailClosed => return self.fail_closed(piece, out),
+            Matcher::Automaton(search) => search,
+        };
+        self.buf.push_str(piece);
+        if let Some(barrier) = self.last_barrier(search) {
+            self.settle(barrier, barrier, out);
+            self.drop_before(barrier, true);
+        }
+        self.looked = self.buf.len();
+        if self.held() > self.reach {
+            let settled = floor_boundary(&self.buf, self.buf.len() - self.radius);
+            self.settle(self.buf.len(), settled, out);
+            let context = floor_boundary(&self.buf, settled.saturating_sub(self.radius));
+            self.drop_before(context, false);
+        }
+    }
+
+    /// The text has ended: appends everything still held.
+    pub(crate) fn finish(&mut self, out: &mut String) {
+        if matches!(self.concealer.inner.matcher, Matcher::Automaton(_)) {
+            self.settle(self.buf.len(), self.buf.len(), out);
+        }
+        *self = ConcealStream::new(self.concealer.clone());
+    }
+
+    /// How many bytes of input are held back, not yet released.
+    pub(crate) fn held(&self) -> usize {
+        self.buf.len() - self.held_from
+    }
+
+    /// Conceals `buf[..window]` and releases the held text up to `to`.
+    fn settle(&mut self, window: usize, to: usize, out: &mut String) {
+        let from = self.held_from;
+        if to <= from {
+            return;
+        }
+        let text = self.buf.get(..window).unwrap_or_default();
+        let spans = self.concealer.spans(text);
+        #[cfg(test)]
+        CONCEALED.with(|concealed| concealed.set(concealed.get() + window));
+        let mut at = from;
+        for &(start, end) in spans.iter().filter(|&&(_, end)| end > from) {
+            if start >= to {
+                break;
+            }
+            let (start, end) = (start.max(from), end.min(to));
+            if start > at {
+                out.push_str(text.get(at..start).unwrap_or_default());
+                self.in_marker = false;
+            }
+            if !self.in_marker {
+                out.push_str(REDACTED);
+                self.in_marker = true;
+            }
+            at = end;
+        }
+        if at < to {
+            out.push_str(text.get(at..to).unwrap_or_default());
+            self.in_marker = false;
+        }
+        self.held_from = to;
+    }
+
+    /// Forgets `buf` before `at` (released text no longer read), which is
+    /// a barrier when `barrier` says so.
+    fn drop_before(&mut self, at: usize, barrier: bool) {
+        let dropped = self.buf.as_bytes().get(..at).unwrap_or_default();
+        for &byte in dropped.iter().skip(at.saturating_sub(3)) {
+            self.before = [self.before[1], self.before[2], Some(byte)];
+        }
+        self.buf.drain(..at);
+        self.held_from -= at;
+        self.looked = self.looked.saturating_sub(at);
+        self.clean_start = barrier || (self.clean_start && at == 0);
+    }
+
+    /// The end of the last barrier in the bytes not yet looked at, if any.
+    fn last_barrier(&self, search: &Search) -> Option<usize> {
+        let first = self.looked.max(self.held_from);
+        (first..self.buf.len())
+            .rev()
+            .find(|&k| self.ends_barrier(search, k))
+            .map(|k| k + 1)
+    }
+
+    /// Whether a barrier ends with the byte at `k` (see the module docs).
+    fn ends_barrier(&self, search: &Search, k: usize) -> bool {
+        let Some(byte) = self.byte(k) else {
+            return false;
+        };
+        let line_end = |b: Option<u8>| matches!(b, Some(b'\n' | b'\r'));
+        if search.separator[usize::from(byte)] {
+            return true;
+        }
+        if !line_end(Some(byte)) {
+            return false;
+        }
+        let mut prev = self.back(k, 1);
+        let mut last = k.checked_sub(1);
+        if line_end(prev) {
+            // A blank line: two line ends in a row, `\r\n` being one.
+            let crlf = byte == b'\n' && prev == Some(b'\r');
+            let before_crlf = self.back(k, 2);
+            if !crlf || line_end(before_crlf) {
+                return true;
+            }
+            prev = before_crlf;
+            last = k.checked_sub(2);
+        }
+        match prev {
+            Some(b) if search.separator[usize::from(b)] => true,
+            Some(b) if search.closes[usize::from(b)] => {
+                // A `;` or `}` ends no escape when no trigger comes before
+                // it within the longest escape, or since a barrier.
+                let Some(last) = last else {
+                    return false;
+                };
+                let from = last.saturating_sub(CLOSING_REACH);
+                let bytes = self.buf.as_bytes().get(from..last).unwrap_or_default();
+                memchr3(b'\\', b'%', b'&', bytes).is_none() && (from > 0 || self.clean_start)
+            }
+            _ => false,
+        }
+    }
+
+    /// The byte `back` positions before `k`, reading on into the bytes
+    /// released before `buf` starts.
+    fn back(&self, k: usize, back: usize) -> Option<u8> {
+        match k.checked_sub(back) {
+            Some(p) => self.byte(p),
+            None => self.before.get(3 + k - back).copied().flatten(),
+        }
+    }
+
+    fn byte(&self, k: usize) -> Option<u8> {
+        self.buf.as_bytes().get(k).copied()
+    }
+
+    /// A concealer that could not be built conceals a whole text as one
+    /// marker: the stream releases it with the first byte, then nothing.
+    fn fail_closed(&mut self, piece: &str, out: &mut String) {
+        if !piece.is_empty() && !self.failed_closed {
+            out.push_str(REDACTED);
+            self.failed_closed = true;
+        }
+    }
+}
+
+/// The largest character boundary of `text` at or before `at`.
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+// How many bytes the stream has handed the concealer, on this thread: a
+// few times the text's length at most, however it was cut.
+#[cfg(test)]
+thread_local! {
+    static CONCEALED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use proptest::prelude::*;
+
+    /// Has `+`, `/`, `_` and `-`: its JSON, percent, HTML and two base64
+    /// forms all differ from it.
+    const TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
+
+    /// Every form of CONTRACT §5 and its "Forms across lines", of `TOKEN`.
+    fn forms() -> Vec<String> {
+        let each = |f: &dyn Fn(char) -> String| TOKEN.chars().map(f).collect::<String>();
+        let mut forms = vec![
+            TOKEN.to_owned(),
+            TOKEN.replace('+', r"\u002B").replace('/', r"\/"),
+            each(&|c| format!(r"\u{:04x}", u32::from(c))),
+            TOKEN.replace('+', r"\u002b").replace('_', "%5F"),
+            TOKEN.replace('+', "%2B").replace('/', "%2f"),
+            each(&|c| format!("%{:02X}", u32::from(c))),
+            each(&|c| format!("&#{};", u32::from(c))),
+            TOKEN
+                .replace('+', "&#x2B;")
+                .replace('/', "&sol;")
+                .replace('_', "&lowbar;"),
+            TOKEN
+                .replace('+', "&#43")
+                .replace('/', r"\u002F")
+                .replace('4', "%34"),
+            TOKEN.replace('+', r"\\u002B").replace('/', r"\\/"),
+            TOKEN.replace('+', "%252B"),
+            TOKEN.bytes().map(|b| format!("{b:02x}")).collect(),
+        ];
+        for prefix in ["", "x", "xy", "Bearer ", "user:"] {
+            let data = format!("{prefix}{TOKEN}");
+            forms.push(STANDARD.encode(&data));
+            forms.push(URL_SAFE_NO_PAD.encode(&data));
+            forms.push(format!(
+                "QUJD{}",
+                URL_SAFE_NO_PAD.encode(format!("{data}!!"))
+            ));
+        }
+        let encoded = STANDARD.encode(format!("user:{TOKEN}"));
+        for (width, line_break) in [(76, "\n"), (8, "\r\n"), (5, r"\n"), (3, r"\r\n")] {
+            let lines: Vec<&str> = encoded
+                .as_bytes()
+                .chunks(width)
+                .map(|line| std::str::from_utf8(line).unwrap_or_default())
+                .collect();
+            forms.push(lines.join(line_break));
+        }
+        for line_break in [
+            "\n",
+            "\r\n",
+            r"\n",
+            r"\r\n",
+            r"\u000a",
+            "%0A",
+            "&#10;",
+            "&#13;&#10;",
+            "\r\\n",
+        ] {
+            let (head, tail) = TOKEN.split_at(13);
+            forms.push(format!("{head}{line_break}{tail}"));
+        }
+        forms
+    }
+
+    /// `text` cut at `cuts` (moved back to character boundaries), streamed
+    /// piece by piece, joined.
+    fn streamed(concealer: &Concealer, text: &str, cuts: &[usize]) -> String {
+        let mut stream = concealer.stream();
+        let mut out = String::new();
+        let mut at = 0;
+        let mut cuts = cuts.to_vec();
+        cuts.sort_unstable();
+        for cut in cuts.into_iter().chain([text.len()]) {
+            let cut = floor_boundary(text, cut.max(at));
+            stream.push(text.get(at..cut).unwrap_or_default(), &mut out);
+            assert!(stream.held() <= concealer.reach().max(cut - at));
+            at = cut;
+        }
+        stream.finish(&mut out);
+        out
+    }
+
+    /// The texts the forms are streamed in: an SSE stream, NDJSON, and a
+    /// JSON body with no line breaks at all.
+    fn texts(form: &str) -> [String; 3] {
+        [
+            format!("event: e\ndata: said {form} here\n\ndata: {{\"k\":\"{form}\"}}\n\n"),
+            format!("{{\"a\":1}}\n{{\"token\":\"{form}\",\"n\":2}}\n{{\"b\":\"{form}x\"}}\n"),
+            format!("{{\"error\":\"key {form} rejected\",\"echo\":\"{form}\"}}"),
+        ]
+    }
+
+    #[test]
+    fn every_form_cut_at_every_position_streams_as_it_conceals_whole() {
+        let concealer = Concealer::new([TOKEN]);
+        for form in forms() {
+            for text in texts(&form) {
+                let whole = concealer.conceal(&text);
+                assert!(!whole.contains(TOKEN) && !whole.contains(&form), "{whole}");
+                assert!(whole.contains(REDACTED), "{text:?}");
+                for cut in 0..=text.len() {
+                    let out = streamed(&concealer, &text, &[cut]);
+                    assert_eq!(out, whole, "{text:?} cut at {cut}");
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn every_form_cut_anywhere_into_many_pieces_streams_as_it_conceals_whole(
+            form in prop::sample::select(forms()),
+            shape in 0usize..3,
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
+            filler in "[ -~\n]{0,40}",
+        ) {
+            let concealer = Concealer::new([TOKEN]);
+            let text = format!("{filler}{}{filler}", texts(&form)[shape]);
+            let cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(text.len() + 1)).collect();
+            let whole = concealer.conceal(&text);
+            prop_assert!(!whole.contains(TOKEN));
+            prop_assert_eq!(streamed(&concealer, &text, &cuts), whole);
+        }
+
+        #[test]
+        fn any_text_streams_as_it_conceals_whole(
+            secret in "[!-~]{4,12}",
+            text in "([!-~ \n\r]|\\\\u00|%2|&#|\\\\\\\\){0,120}",
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+        ) {
+            let concealer = Concealer::new([secret.as_str()]);
+            let text = text.replace("@", &secret);
+            let cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(text.len() + 1)).collect();
+            prop_assert_eq!(streamed(&concealer, &text, &cuts), concealer.conceal(&text));
+        }
+    }
+
+    /// The figure `DESIGN.md` derives for a 32-character token: hex of 64
+    /// bytes, each up to 1,620 bytes of text, and the rest.
+    #[test]
+    fn the_reach_of_a_32_character_token_is_the_one_design_states() {
+        let concealer = Concealer::new([TOKEN]);
+        assert_eq!(concealer.reach(), 2 * 113_100);
+        assert_eq!(Concealer::new([]).reach(), 0);
+    }
+
+    #[test]
+    fn a_complete_event_is_released_before_the_next_byte_arrives() {
+        let concealer = Concealer::new([TOKEN]);
+        for blank in ["\n\n", "\r\n\r\n", "\r\r", "\n\r\n"] {
+            for event in [
+                format!("data: {TOKEN}{blank}"),
+                format!("data: mw_live_4f+Ab{blank}"),
+                format!("data: {{\"k\":\"{}\"}}{blank}", STANDARD.encode(TOKEN)),
+            ] {
+                let mut stream = concealer.stream();
+                let mut out = String::new();
+                stream.push(&event, &mut out);
+                assert_eq!(out, concealer.conceal(&event), "{event:?}");
+                assert_eq!(stream.held(), 0, "{event:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_whose_end_cannot_begin_a_form_is_released_at_once() {
+        let concealer = Concealer::new([TOKEN]);
+        for line in [
+            "{\"a\":1}\n",
+            "{\"a\":\"x\"}\n",
+            "[1, 2, \"three\"]\r\n",
+            "ok.\n",
+        ] {
+            let mut stream = concealer.stream();
+            let mut out = String::new();
+            stream.push(line, &mut out);
+            assert_eq!(out, line);
+            assert_eq!(stream.held(), 0, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn a_line_whose_end_could_begin_a_form_is_held_until_the_next_bytes_settle_it() {
+        let concealer = Concealer::new([TOKEN]);
+        let (head, tail) = TOKEN.split_at(13);
+        let mut stream = concealer.stream();
+        let mut out = String::new();
+        stream.push(&format!("data: {head}\n"), &mut out);
+        // The line may be a hard-wrapped token's first half.
+        assert_eq!(out, "data: ");
+        assert_eq!(stream.held(), head.len() + 1);
+        stream.push(&format!("{tail} rest"), &mut out);
+        assert_eq!(out, format!("data: {REDACTED} "));
+        stream.push("\n\n", &mut out);
+        assert_eq!(out, format!("data: {REDACTED} rest\n\n"));
+        assert_eq!(stream.held(), 0);
+        // Settled by bytes that turn out to hold no form.
+        let mut stream = concealer.stream();
+        let mut out = String::new();
+        stream.push("data: mw_live\n", &mut out);
+        assert!(stream.held() > 0);
+        stream.push("and more, ", &mut out);
+        assert_eq!(out, "data: mw_live\nand more, ");
+        assert_eq!(stream.held(), 0);
+    }
+
+    /// A stretch with no barrier (one base64 run, the token repeated back to
+    /// back) is settled a radius at a time: never more than the reach is
+    /// held, however it is cut, and what is held does not grow with it.
+    #[test]
+    fn hold_back_never_exceeds_the_reach() {
+        let concealer = Concealer::new(["mw-Q7vX2"]);
+        let reach = concealer.reach();
+        let run: String = STANDARD
+            .encode("x".repeat(3 * reach / 4) + "mw-Q7vX2" + &"y".repeat(3 * reach / 4))
+            .repeat(2);
+        for piece in [1, 7, 4096, 100_000] {
+            let mut stream = concealer.stream();
+            let mut out = String::new();
+            for chunk in run.as_bytes().chunks(piece) {
+                stream.push(std::str::from_utf8(chunk).unwrap_or_default(), &mut out);
+                assert!(stream.held() <= reach, "{} held of {reach}", stream.held());
+                assert!(stream.buf.capacity() <= 2 * (reach + piece));
+            }
+            stream.finish(&mut out);
+            assert_eq!(out, concealer.conceal(&run), "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn a_secret_repeated_for_megabytes_is_one_marker_in_bounded_memory() {
+        let concealer = Concealer::new([TOKEN]);
+        let piece = TOKEN.repeat(2048);
+        let mut stream = concealer.stream();
+        let mut out = String::new();
+        stream.push("key ", &mut out);
+        for _ in 0..256 {
+            stream.push(&piece, &mut out);
+            assert!(stream.held() <= concealer.reach());
+            assert!(out.len() <= "key ".len() + REDACTED.len());
+        }
+        stream.push(" end", &mut out);
+        stream.finish(&mut out);
+        assert_eq!(out, format!("key {REDACTED} end"));
+        assert!(stream.buf.capacity() <= 2 * (concealer.reach() + piece.len()));
+    }
+
+    /// One byte at a time, a text is concealed a few times over at most:
+    /// a barrier's text once, a stretch with none in windows that advance
+    /// by a radius.
+    #[test]
+    fn one_byte_pieces_are_concealed_a_few_times_over_not_once_per_byte() {
+        let concealer = Concealer::new([TOKEN]);
+        let mut text = String::new();
+        for i in 0..400 {
+            text.push_str(&format!(
+                "{{\"i\":{i},\"text\":\"line\\none \\\"two\\\" caf\\u00e9\",\"key\":\"{}\"}}\n",
+                if i % 7 == 0 { TOKEN } else { "none" }
+            ));
+        }
+        text.push_str(&STANDARD.encode(TOKEN.repeat(4000)));
+        CONCEALED.with(|concealed| concealed.set(0));
+        let cuts: Vec<usize> = (0..text.len()).collect();
+        assert_eq!(streamed(&concealer, &text, &cuts), concealer.conceal(&text));
+        let concealed = CONCEALED.with(std::cell::Cell::get);
+        assert!(
+            concealed <= 4 * text.len(),
+            "{concealed} for {}",
+            text.len()
+        );
+    }
+
+    /// A run of backslashes longer than a reader's parity can be read
+    /// locally: the escape after it is read both ways, in a stream as whole.
+    #[test]
+    fn the_escape_after_a_long_run_of_backslashes_is_read_either_way() {
+        let concealer = Concealer::new([TOKEN]);
+        for run in [301, 302, 1001, 1002] {
+            let text = format!(
+                "x{}u006Dw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN y",
+                "\\".repeat(run)
+            );
+            let whole = concealer.conceal(&text);
+            assert!(whole.contains(REDACTED), "{run}");
+            assert!(!whole.contains("u006D"), "{run}");
+            for cut in [1, 150, run, run + 1, run + 3, text.len() - 2] {
+                assert_eq!(streamed(&concealer, &text, &[cut]), whole, "{run} at {cut}");
+            }
+        }
+    }
+}
