@@ -9,11 +9,13 @@ use tokio::time::timeout_at;
 
 use super::deadline::Deadline;
 use super::incoming::Incoming;
+use super::utf8::Utf8Pieces;
+use crate::conceal::Concealer;
 use crate::meter::Meter;
 use crate::refusal::evidence::words::DETAIL_READ_LIMIT;
 use crate::refusal::failure::Failure;
 
-/// The most of an answer reserved before it arrives: a length the engine
+/// The most of an answer's text reserved before it arrives: a length the engine
 /// declares is a claim, and 256 sends each reserving a declared 32 MiB
 /// for a body that never comes would be 8 GiB.
 const RESERVE_AHEAD: usize = 1 << 20;
@@ -48,52 +50,67 @@ pub(super) async fn read_head(response: &mut impl Incoming, deadline: Deadline) 
     head
 }
 
-/// Reads an answer body of at most `cap` bytes; one byte more and it is
-/// refused, having never held more than `cap`. A failure comes with how
-/// many bytes had arrived.
-pub(super) async fn read_capped(
+/// Reads an answer body of at most `cap` bytes, concealing it as it
+/// arrives; one byte more and it is refused, having never held more than
+/// `cap`. The deadline covers the concealment too: each piece is concealed
+/// as it comes, so the timer is checked between pieces, and joined the
+/// pieces are exactly the concealment of the whole body. A failure comes
+/// with how many bytes had arrived.
+pub(super) async fn read_answer(
     response: &mut impl Incoming,
     cap: u64,
     deadline: Deadline,
     meter: &Meter,
-) -> Result<Vec<u8>, (Failure, u64)> {
+    concealer: &Concealer,
+) -> Result<String, (Failure, u64)> {
     let cap_bytes = usize::try_from(cap).unwrap_or(usize::MAX);
     let expected = response
         .content_length()
         .and_then(|len| usize::try_from(len).ok())
         .unwrap_or(8 * 1024);
-    let mut body = Vec::with_capacity(expected.min(cap_bytes).min(RESERVE_AHEAD));
-    let mut arrived: u64 = 0;
-    // One timer for the whole body, not one per chunk: a timer is set and
-    // cleared in the runtime's wheel each time.
+    let mut text = String::with_capacity(expected.min(cap_bytes).min(RESERVE_AHEAD));
+    let mut arrived: usize = 0;
+    let mut characters = Utf8Pieces::default();
+    let mut concealing = concealer.stream();
+    let reach = concealer.reach();
     let read = async {
-        while let Some(chunk) = response.chunk().await? {
-            meter.received(chunk.len());
-            arrived = arrived.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
-            if chunk.len() > cap_bytes - body.len() {
+        // One timer for the whole body, not one per piece: a timer is set
+        // and cleared in the runtime's wheel each time.
+        while let Some(piece) = response.chunk().await? {
+            meter.received(piece.len());
+            if piece.len() > cap_bytes - arrived {
+                arrived = arrived.saturating_add(piece.len());
                 return Err(Failure::AnswerTooLarge {
                     cap,
                     declared: None,
                 });
             }
-            // Doubling, as a `Vec` grows, but never past the cap: from just
-            // over half the cap, doubling would allocate nearly twice it.
-            if body.capacity() - body.len() < chunk.len() {
-                let wanted = body
+            arrived += piece.len();
+            // Doubling, as a `String` grows, but never past the cap: from
+            // just over half the cap, doubling would allocate nearly twice
+            // it. A push releases at most the piece and what was held.
+            let release = piece.len().saturating_add(reach);
+            if text.capacity() - text.len() < release {
+                let wanted = text
                     .capacity()
                     .saturating_mul(2)
-                    .max(body.len() + chunk.len())
-                    .min(cap_bytes);
-                body.reserve_exact(wanted - body.len());
+                    .min(cap_bytes)
+                    .max(text.len().saturating_add(release));
+                text.reserve_exact(wanted - text.len());
             }
-            body.extend_from_slice(&chunk);
+            characters
+                .push(&piece, |part| concealing.push(part, &mut text))
+                .map_err(|_| Failure::AnswerNotUtf8)?;
         }
+        characters.finish().map_err(|_| Failure::AnswerNotUtf8)?;
+        concealing.finish(&mut text);
         Ok(())
     };
     let read = timeout_at(deadline.at(), read).await;
+    let arrived = u64::try_from(arrived).unwrap_or(u64::MAX);
     match read {
         Err(_) => Err((Failure::Deadline { ms: deadline.ms() }, arrived)),
         Ok(Err(failure)) => Err((failure, arrived)),
-        Ok(Ok(())) => Ok(body),
+        Ok(Ok(())) => Ok(text),
     }
 }

@@ -40,6 +40,7 @@ pub(crate) mod headers;
 pub(crate) mod incoming;
 pub(crate) mod reply;
 pub(crate) mod run;
+mod utf8;
 
 use std::future::Future;
 use std::pin::Pin;

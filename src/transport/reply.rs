@@ -7,10 +7,9 @@
 //! becomes the wire table's refusal. Once the engine has answered, a
 //! failure keeps the status and says how far the answer got.
 
-use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
-use super::body::{read_capped, read_head};
+use super::body::{read_answer, read_head};
 use super::deadline::Deadline;
 use super::door::at_the_door;
 use super::incoming::Incoming;
@@ -107,16 +106,15 @@ impl Reading<'_> {
         }
         let request_id = shown_request_id(&headers, self.concealer);
         let exhausted = exhausted(&headers);
-        let body = read_capped(&mut incoming, cap, self.deadline, self.meter)
-            .await
-            .map_err(|(failure, bytes)| after_head(failure, bytes))?;
-        let bytes = u64::try_from(body.len()).unwrap_or(u64::MAX);
-        let text =
-            String::from_utf8(body).map_err(|_| after_head(Failure::AnswerNotUtf8, bytes))?;
-        let text = match self.concealer.conceal(&text) {
-            Cow::Borrowed(_) => text,
-            Cow::Owned(concealed) => concealed,
-        };
+        let text = read_answer(
+            &mut incoming,
+            cap,
+            self.deadline,
+            self.meter,
+            self.concealer,
+        )
+        .await
+        .map_err(|(failure, bytes)| after_head(failure, bytes))?;
         Ok(Received {
             status,
             text,

@@ -602,3 +602,35 @@ fn arbitrary_header_sets_through_a_real_socket_never_panic_or_leak() {
         panic!("{failure}");
     }
 }
+
+#[tokio::test]
+async fn the_deadline_covers_the_concealment_of_the_answer() {
+    // A highly repetitive token, echoed back to back for 4 MiB: every
+    // offset is a hit. The answer arrives at once; concealing it is the
+    // work, and the deadline covers it, piece by piece.
+    let token = "ab".repeat(4000);
+    let echo = token.repeat(512);
+    let server = engine(ResponseTemplate::new(200).set_body_string(echo), 1).await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(meterwire::Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
+            ("CHANT_BEHAVIOUR_TOKEN", token.clone()),
+        ]))
+        .deadline(Duration::from_millis(1500))
+        .build()
+        .expect("builds");
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(GUARD, transport.send("{}"))
+        .await
+        .expect("the send ends by itself");
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_millis(2500), "{elapsed:?}");
+    match outcome {
+        Ok(answer) => assert_eq!(answer.text(), "[redacted]"),
+        Err(refusal) => assert!(
+            refusal.reason().contains("no answer within 1500 ms"),
+            "{}",
+            refusal.reason()
+        ),
+    }
+}
