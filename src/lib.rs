@@ -121,6 +121,7 @@ mod origin;
 mod refusal;
 mod request;
 mod retry;
+mod stream;
 mod text;
 mod token;
 mod transport;
@@ -135,6 +136,7 @@ pub use refusal::{Cause, Refusal, Report, UnknownCause};
 pub use request::Request;
 pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
+pub use stream::{AnswerStream, Event};
 pub use transport::{
     BuildError, Call, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
     HttpTransportBuilder, Transport, USER_AGENT,
@@ -154,6 +156,8 @@ fn _assert_impls() {
     public::<HttpTransportBuilder>();
     public::<Call>();
     public::<Request>();
+    public::<AnswerStream>();
+    public::<Event>();
     public::<Answer>();
     public::<Refusal>();
     public::<Cause>();

@@ -27,6 +27,8 @@ pub(crate) struct Meter {
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
     latency: Mutex<Option<Histogram<u64>>>,
+    /// How long streams took to their first byte.
+    first_byte: Mutex<Option<Histogram<u64>>>,
 }
 
 impl Default for Meter {
@@ -42,6 +44,7 @@ impl Default for Meter {
             // `new_with_bounds` fails only for bounds that are wrong in
             // themselves; without a histogram the latency reads as none.
             latency: Mutex::new(Histogram::new_with_bounds(1, MAX_MICROS, 3).ok()),
+            first_byte: Mutex::new(Histogram::new_with_bounds(1, MAX_MICROS, 3).ok()),
         }
     }
 }
@@ -69,6 +72,11 @@ impl Meter {
             .fetch_add(u64::try_from(bytes).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
+    /// A stream's first byte arrived `after` its send began.
+    pub(crate) fn first_byte(&self, after: Duration) {
+        record(&self.first_byte, after);
+    }
+
     /// One send ended in an answer or a refusal. `latency` is the send's
     /// time when it reached the engine; `held` says it was refused locally
     /// by a hold or a latch.
@@ -81,11 +89,7 @@ impl Meter {
             self.held.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(latency) = latency {
-            let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
-            let mut histogram = self.latency.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(histogram) = histogram.as_mut() {
-                histogram.saturating_record(micros.clamp(1, MAX_MICROS));
-            }
+            record(&self.latency, latency);
         }
         // Counted last, so that a snapshot never shows more sends than
         // answers and refusals together... except for sends in flight.
@@ -93,22 +97,8 @@ impl Meter {
     }
 
     pub(crate) fn snapshot(&self) -> MeterSnapshot {
-        let latency = self.latency.lock().unwrap_or_else(|p| p.into_inner());
-        let at = |q: f64| {
-            latency
-                .as_ref()
-                .filter(|h| !h.is_empty())
-                .map(|h| Duration::from_micros(h.value_at_quantile(q)))
-        };
-        let latency = Latency {
-            p50: at(0.50),
-            p90: at(0.90),
-            p99: at(0.99),
-            max: latency
-                .as_ref()
-                .filter(|h| !h.is_empty())
-                .map(|h| Duration::from_micros(h.max())),
-        };
+        let latency = percentiles(&self.latency);
+        let first_byte = percentiles(&self.first_byte);
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         MeterSnapshot {
             sends: load(&self.sends),
@@ -124,7 +114,30 @@ impl Meter {
             bytes_sent: load(&self.bytes_sent),
             bytes_received: load(&self.bytes_received),
             latency_ms: latency,
+            first_byte_ms: first_byte,
         }
+    }
+}
+
+/// Records one duration, in microseconds, in `histogram`.
+fn record(histogram: &Mutex<Option<Histogram<u64>>>, duration: Duration) {
+    let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+    let mut histogram = histogram.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(histogram) = histogram.as_mut() {
+        histogram.saturating_record(micros.clamp(1, MAX_MICROS));
+    }
+}
+
+/// The percentiles of `histogram`; none before anything was recorded.
+fn percentiles(histogram: &Mutex<Option<Histogram<u64>>>) -> Latency {
+    let histogram = histogram.lock().unwrap_or_else(|p| p.into_inner());
+    let recorded = histogram.as_ref().filter(|h| !h.is_empty());
+    let at = |q: f64| recorded.map(|h| Duration::from_micros(h.value_at_quantile(q)));
+    Latency {
+        p50: at(0.50),
+        p90: at(0.90),
+        p99: at(0.99),
+        max: recorded.map(|h| Duration::from_micros(h.max())),
     }
 }
 
@@ -136,7 +149,8 @@ impl Meter {
 /// {"sends": 10, "attempts": 12, "answers": 8,
 ///  "refusals": {"no-engine": 0, "engine-unreachable": 1, "engine-out-of-credit": 0, "engine-over-quota": 1},
 ///  "held": 1, "bytesSent": 420, "bytesReceived": 9001,
-///  "latencyMs": {"p50": 4.1, "p90": 9.8, "p99": 12.0, "max": 12.3}}
+///  "latencyMs": {"p50": 4.1, "p90": 9.8, "p99": 12.0, "max": 12.3},
+///  "firstByteMs": {"p50": 0.9, "p90": 1.2, "p99": 1.9, "max": 2.0}}
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -149,6 +163,7 @@ pub struct MeterSnapshot {
     bytes_sent: u64,
     bytes_received: u64,
     latency_ms: Latency,
+    first_byte_ms: Latency,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -236,6 +251,18 @@ impl MeterSnapshot {
             q if q >= 0.99 => self.latency_ms.p99,
             q if q >= 0.9 => self.latency_ms.p90,
             _ => self.latency_ms.p50,
+        }
+    }
+
+    /// How long streams took from their send to the first byte of their
+    /// body, at `quantile` as [`MeterSnapshot::latency`] reads it; `None`
+    /// before any stream had one. In the JSON: `firstByteMs`.
+    pub fn first_byte(&self, quantile: f64) -> Option<Duration> {
+        match quantile {
+            q if q >= 1.0 => self.first_byte_ms.max,
+            q if q >= 0.99 => self.first_byte_ms.p99,
+            q if q >= 0.9 => self.first_byte_ms.p90,
+            _ => self.first_byte_ms.p50,
         }
     }
 }

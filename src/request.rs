@@ -44,6 +44,8 @@ pub struct Request {
     headers: Vec<(String, String)>,
     deadline: Option<Duration>,
     idempotency_key: Option<String>,
+    idle_timeout: Option<Duration>,
+    stream_deadline: Option<Duration>,
 }
 
 impl Request {
@@ -55,6 +57,8 @@ impl Request {
             headers: Vec::new(),
             deadline: None,
             idempotency_key: None,
+            idle_timeout: None,
+            stream_deadline: None,
         }
     }
 
@@ -117,6 +121,20 @@ impl Request {
         self
     }
 
+    /// For an answer read as a stream: the longest gap between bytes after
+    /// the first, in place of the transport's idle timer (30 s).
+    pub fn idle_timeout(mut self, idle: Duration) -> Request {
+        self.idle_timeout = Some(idle);
+        self
+    }
+
+    /// For an answer read as a stream: the deadline of the whole stream, in
+    /// place of the transport's (10 min).
+    pub fn stream_deadline(mut self, deadline: Duration) -> Request {
+        self.stream_deadline = Some(deadline);
+        self
+    }
+
     /// The body, as it will be sent (empty when [`Request::json`] could
     /// not serialize its value).
     pub fn get_body(&self) -> &Bytes {
@@ -141,6 +159,16 @@ impl Request {
     /// The idempotency key this request sets, if any.
     pub fn get_idempotency_key(&self) -> Option<&str> {
         self.idempotency_key.as_deref()
+    }
+
+    /// The idle timer this request sets for a stream, if any.
+    pub fn get_idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+
+    /// The stream deadline this request sets, if any.
+    pub fn get_stream_deadline(&self) -> Option<Duration> {
+        self.stream_deadline
     }
 
     /// Every header this request adds, in the order given.

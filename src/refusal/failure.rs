@@ -45,6 +45,13 @@ pub(crate) enum Failure {
     },
     /// The answer is not UTF-8 text.
     AnswerNotUtf8,
+    /// One piece, event or line of a stream is larger than the cap.
+    PieceTooLarge {
+        /// `piece`, `event` or `line`.
+        what: &'static str,
+        /// The cap, in bytes.
+        cap: u64,
+    },
     /// The request failed in a way none of the above names.
     Other,
     /// The proxy the caller configured could not be reached or passed: the
@@ -113,7 +120,7 @@ pub(crate) struct Answered {
 
 impl Answered {
     /// `11 bytes`, or `11 bytes and 3 events`.
-    fn so_far(&self) -> String {
+    pub(crate) fn so_far(&self) -> String {
         let bytes = match self.bytes {
             1 => "1 byte".to_owned(),
             n => format!("{n} bytes"),
@@ -251,6 +258,15 @@ impl Failure {
                         "the answer is larger than the cap of {cap} bytes, so it was not kept"
                     ),
                 },
+                "answered, but",
+                Remedy::Cap,
+            ),
+            Failure::PieceTooLarge { what, cap } => row(
+                Outcome::Final,
+                "a piece over the cap",
+                format!(
+                    "one {what} of the stream is larger than the cap of {cap} bytes, so it was not kept"
+                ),
                 "answered, but",
                 Remedy::Cap,
             ),

@@ -26,6 +26,7 @@ pub(crate) mod held;
 pub(crate) mod history;
 pub(crate) mod site;
 pub(crate) mod status;
+pub(crate) mod stream;
 mod wording;
 
 pub(crate) use site::Site;

@@ -112,6 +112,39 @@ pub(crate) fn unreachable_remedy(
     }
 }
 
+/// The remedy of an empty account: fund it, or use a token whose account
+/// has credit.
+pub(crate) fn out_of_credit_remedy(site: &Site) -> String {
+    let token = site.token();
+    format!(
+        "fund the account billed through {} (add credit to it), or {}",
+        token.holding("the token"),
+        token.set_phrase("a token whose account has credit")
+    )
+}
+
+/// The remedy of a rejected token: one the engine accepts (`with_scope`
+/// says which scope it needs, when the engine said).
+pub(crate) fn rejected_token_remedy(site: &Site, with_scope: &str) -> String {
+    site.token().set_phrase(&format!(
+        "a token the engine at {} accepts{with_scope}",
+        site.host()
+    ))
+}
+
+/// The remedy of a spent limit: wait for the window (as long as the
+/// engine asked, when it did), or use a token with a limit of its own.
+pub(crate) fn over_quota_remedy(site: &Site, delay: Option<Duration>) -> String {
+    format!(
+        "wait for the engine's limit window to pass{} before sending again, or {}",
+        match delay {
+            Some(delay) => format!(" (it asks for {})", seconds_phrase(delay)),
+            None => String::new(),
+        },
+        site.token().set_phrase("a token with a limit of its own")
+    )
+}
+
 /// The remedy of a refusal the configured proxy caused: check the proxy
 /// (or, when it asked for credentials, give it some), named as the caller
 /// gave it, redacted.
@@ -207,10 +240,7 @@ pub(crate) fn refusal_for_status(
                 format!(
                     "{subject} {answered}: the account billed through {holder} is out of credit{request}{said}"
                 ),
-                format!(
-                    "fund the account billed through {holder} (add credit to it), or {}",
-                    token.set_phrase("a token whose account has credit")
-                ),
+                out_of_credit_remedy(site),
                 site.address_variable(),
             )
         }
@@ -232,10 +262,7 @@ pub(crate) fn refusal_for_status(
                 format!(
                     "{subject} answered HTTP {status}: the engine rejected {holder}{diagnosis}{request}{said}"
                 ),
-                token.set_phrase(&format!(
-                    "a token the engine at {} accepts{with_scope}",
-                    site.host()
-                )),
+                rejected_token_remedy(site, &with_scope),
                 site.token_variable(),
             )
         }
@@ -244,14 +271,7 @@ pub(crate) fn refusal_for_status(
             format!(
                 "{subject} answered HTTP 429: the account billed through {holder} is over a quota or rate limit{retry}{request}{said}"
             ),
-            format!(
-                "wait for the engine's limit window to pass{} before sending again, or {}",
-                match delay {
-                    Some(delay) => format!(" (it asks for {})", seconds_phrase(delay)),
-                    None => String::new(),
-                },
-                token.set_phrase("a token with a limit of its own")
-            ),
+            over_quota_remedy(site, delay),
             site.address_variable(),
         ),
         (407, None) => {

@@ -17,6 +17,12 @@ use secrecy::SecretString;
 use super::handle::{HttpTransport, Inner, Shown};
 use super::headers::{header_map, shown_name};
 use super::{DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, USER_AGENT};
+
+/// A stream's idle timer when none is set.
+const DEFAULT_IDLE: Duration = Duration::from_secs(30);
+
+/// A stream's deadline when none is set.
+const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
 use crate::config::{self, InCode};
 use crate::env::Env;
 use crate::limits::{DEFAULT_MAX_HOLD, Limits};
@@ -32,8 +38,11 @@ pub enum BuildError {
     /// The scope folds to no variable name.
     #[error(transparent)]
     Scope(#[from] NamingError),
-    /// A deadline of zero would refuse every call.
-    #[error("the deadline is zero: give the engine at least 1 ms (the default is 30000 ms)")]
+    /// A deadline (or a stream's idle timer or deadline) of zero would
+    /// refuse every call.
+    #[error(
+        "a deadline is zero: give the engine at least 1 ms (the defaults: the deadline 30000 ms, a stream's idle timer 30000 ms and its deadline 600000 ms)"
+    )]
     ZeroDeadline,
     /// An answer cap of zero would refuse every answer.
     #[error("the answer cap is zero: allow at least 1 byte (the default is 33554432)")]
@@ -95,6 +104,8 @@ pub struct HttpTransportBuilder {
     headers: Vec<(String, String)>,
     deadline: Duration,
     max_answer_bytes: u64,
+    idle: Duration,
+    stream_deadline: Duration,
     ca_pems: Vec<Vec<u8>>,
     proxy: Option<String>,
     allow_plaintext: bool,
@@ -128,6 +139,8 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("headers", &names)
             .field("deadline", &self.deadline)
             .field("max_answer_bytes", &self.max_answer_bytes)
+            .field("idle_timeout", &self.idle)
+            .field("stream_deadline", &self.stream_deadline)
             .field("ca_certificates", &self.ca_pems.len())
             .field(
                 "proxy",
@@ -232,6 +245,24 @@ impl HttpTransportBuilder {
         self
     }
 
+    /// For an answer read as a stream: the longest gap between bytes after
+    /// the first (a comment counts as a byte); 30 s when not set. The
+    /// deadline covers connect, the head and the first byte.
+    /// [`Call::idle_timeout`](super::Call::idle_timeout) replaces it for
+    /// one call.
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle = idle;
+        self
+    }
+
+    /// For an answer read as a stream: the deadline of the whole stream; 10
+    /// minutes when not set, so a long generation is not cut off by the
+    /// send's deadline, and one kept alive by comments still ends.
+    pub fn stream_deadline(mut self, deadline: Duration) -> Self {
+        self.stream_deadline = deadline;
+        self
+    }
+
     /// The largest answer body accepted, in bytes; 32 MiB when not set. A
     /// larger answer is refused and never held whole.
     pub fn max_answer_bytes(mut self, cap: u64) -> Self {
@@ -282,6 +313,9 @@ impl HttpTransportBuilder {
         }
         if self.max_answer_bytes == 0 {
             return Err(BuildError::ZeroCap);
+        }
+        if self.idle.is_zero() || self.stream_deadline.is_zero() {
+            return Err(BuildError::ZeroDeadline);
         }
         let mut certs = Vec::new();
         for pem in &self.ca_pems {
@@ -353,6 +387,8 @@ impl HttpTransportBuilder {
                 shown,
                 deadline: self.deadline,
                 max_answer_bytes: self.max_answer_bytes,
+                idle: self.idle,
+                stream_deadline: self.stream_deadline,
             }),
         })
     }
@@ -370,6 +406,8 @@ impl HttpTransport {
             headers: Vec::new(),
             deadline: DEFAULT_DEADLINE,
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            idle: DEFAULT_IDLE,
+            stream_deadline: DEFAULT_STREAM_DEADLINE,
             ca_pems: Vec::new(),
             proxy: None,
             allow_plaintext: false,

@@ -15,11 +15,12 @@ use serde::Serialize;
 
 use super::handle::HttpTransport;
 use super::headers::{IdempotencyKey, header_map, shown_name};
-use super::run::Options;
+use super::run::{Options, StreamTimers};
 use crate::answer::Answer;
 use crate::refusal::Refusal;
 use crate::refusal::failure::Failure;
 use crate::request::Request;
+use crate::stream::AnswerStream;
 
 /// One send with options of its own, from [`HttpTransport::call`]: a
 /// [`Request`] bound to the transport that will send it. Nothing happens
@@ -84,6 +85,20 @@ impl HttpTransport {
     /// body that could not be serialized refuses it with nothing sent,
     /// naming the option but never a header's value.
     pub(super) async fn execute_request(&self, request: Request) -> Result<Answer, Refusal> {
+        let options = self.options(&request)?;
+        self.run(request.into_body(), options).await
+    }
+
+    /// The same checks, then the answer read as a stream.
+    pub(super) async fn stream_request(&self, request: Request) -> Result<AnswerStream, Refusal> {
+        let options = self.options(&request)?;
+        self.open(request.into_body(), options).await
+    }
+
+    /// A request's options, checked.
+    // A refusal is as large as what it says.
+    #[allow(clippy::result_large_err)]
+    fn options(&self, request: &Request) -> Result<Options, Refusal> {
         if let Some(category) = request.unserializable() {
             return Err(self.refuse_unsent(Failure::Unserializable(category)));
         }
@@ -98,20 +113,27 @@ impl HttpTransport {
             ),
             None => None,
         };
-        if request
-            .get_deadline()
-            .is_some_and(|deadline| deadline.is_zero())
-        {
+        let zero = |duration: Option<Duration>| duration.is_some_and(|duration| duration.is_zero());
+        if zero(request.get_deadline()) {
             return Err(unsendable(
                 "the call's deadline is zero, which no engine can meet".to_owned(),
             ));
         }
-        let options = Options {
+        if zero(request.get_idle_timeout()) || zero(request.get_stream_deadline()) {
+            return Err(unsendable(
+                "the call's idle timer or stream deadline is zero, which no stream can meet"
+                    .to_owned(),
+            ));
+        }
+        Ok(Options {
             extra,
             deadline: request.get_deadline(),
             key,
-        };
-        self.run(request.into_body(), options).await
+            timers: StreamTimers {
+                idle: request.get_idle_timeout(),
+                stream: request.get_stream_deadline(),
+            },
+        })
     }
 }
 
@@ -168,8 +190,28 @@ impl Call {
         self
     }
 
+    /// The idle timer of this call's stream, in place of the transport's:
+    /// the longest gap between bytes after the first.
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.request = self.request.idle_timeout(idle);
+        self
+    }
+
+    /// The deadline of this call's whole stream, in place of the
+    /// transport's.
+    pub fn stream_deadline(mut self, deadline: Duration) -> Self {
+        self.request = self.request.stream_deadline(deadline);
+        self
+    }
+
     /// Sends the call and returns the engine's answer or a refusal.
     pub async fn send(self) -> Result<Answer, Refusal> {
         self.transport.execute_request(self.request).await
+    }
+
+    /// Sends the call and reads the answer as a stream, as
+    /// [`HttpTransport::stream`].
+    pub async fn stream(self) -> Result<AnswerStream, Refusal> {
+        self.transport.stream_request(self.request).await
     }
 }

@@ -21,6 +21,7 @@ use crate::meter::{Meter, MeterSnapshot};
 use crate::refusal::Refusal;
 use crate::request::Request;
 use crate::retry::RetryPolicy;
+use crate::stream::AnswerStream;
 
 /// Sends JSON bodies to one engine for one scope, and turns what comes back
 /// into an [`Answer`] or a [`Refusal`].
@@ -58,6 +59,9 @@ pub(super) struct Inner {
     pub(super) shown: Shown,
     pub(super) deadline: Duration,
     pub(super) max_answer_bytes: u64,
+    /// A stream's idle timer and deadline, unless a call sets its own.
+    pub(super) idle: Duration,
+    pub(super) stream_deadline: Duration,
 }
 
 /// The scope and the engine's host as every span and `Debug` shows them,
@@ -110,6 +114,68 @@ impl HttpTransport {
     /// attempts, answers, refusals by cause, held sends, bytes and latency.
     pub fn meter(&self) -> MeterSnapshot {
         self.inner.meter.snapshot()
+    }
+
+    /// The answer cap, in bytes.
+    pub(crate) fn max_answer_bytes(&self) -> u64 {
+        self.inner.max_answer_bytes
+    }
+
+    /// `bytes` of a stream's body arrived.
+    pub(crate) fn received(&self, bytes: usize) {
+        self.inner.meter.received(bytes);
+    }
+
+    /// A stream's first byte arrived `after` its send began.
+    pub(crate) fn first_byte_after(&self, after: Duration) {
+        self.inner.meter.first_byte(after);
+    }
+
+    /// The meter and the span of a stream that ended in a refusal after
+    /// its head.
+    pub(crate) fn streamed_refusal(
+        &self,
+        span: &tracing::Span,
+        refusal: &Refusal,
+        elapsed: Duration,
+    ) {
+        self.inner
+            .meter
+            .sent(Err(refusal.cause()), Some(elapsed), false);
+        self.refused_in(span, refusal, elapsed);
+    }
+
+    /// Sends `body`, byte for byte, and reads the answer as a stream, piece
+    /// by piece as it arrives: the refusal, if any, comes before the first
+    /// piece (every status of the wire table applies to the head), and once
+    /// the engine has answered `2xx` the request is never sent again.
+    ///
+    /// ```no_run
+    /// # async fn run(transport: meterwire::HttpTransport) {
+    /// match transport.stream(r#"{"prompt": "the cat sat on the", "stream": true}"#).await {
+    ///     Ok(mut stream) => {
+    ///         while let Some(event) = stream.next_event().await {
+    ///             match event {
+    ///                 Ok(event) => print!("{}", event.data()),
+    ///                 Err(refusal) => eprintln!("{}", refusal.remedy()),
+    ///             }
+    ///         }
+    ///     }
+    ///     Err(refusal) => eprintln!("{}", refusal.report().to_json()),
+    /// }
+    /// # }
+    /// ```
+    pub async fn stream(&self, body: impl Into<Bytes>) -> Result<AnswerStream, Refusal> {
+        self.stream_request(Request::new(body)).await
+    }
+
+    /// Serializes `request` with `serde_json` and reads the answer as a
+    /// stream, as [`HttpTransport::stream`].
+    pub async fn stream_json<T: Serialize + ?Sized>(
+        &self,
+        request: &T,
+    ) -> Result<AnswerStream, Refusal> {
+        self.stream_request(Request::json(request)).await
     }
 
     /// Sends `body`, byte for byte, as a JSON `POST`, and returns the

@@ -40,7 +40,7 @@ pub(crate) mod headers;
 pub(crate) mod incoming;
 pub(crate) mod reply;
 pub(crate) mod run;
-mod utf8;
+pub(crate) mod utf8;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -58,6 +58,7 @@ use crate::meter::MeterSnapshot;
 use crate::naming::Naming;
 use crate::refusal::{Cause, Refusal};
 use crate::request::Request;
+use crate::stream::AnswerStream;
 
 /// The deadline when none is set: 30 seconds for connect, headers and body.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(30_000);
@@ -144,6 +145,24 @@ pub trait Transport: Send + Sync {
         }
     }
 
+    /// Sends `request` and reads the answer as a stream, piece by piece.
+    /// The default executes the request and yields the whole answer as one
+    /// chunk (its events and lines read from it like any others), so a
+    /// fake need only write [`send`](Transport::send) or
+    /// [`execute`](Transport::execute).
+    fn stream(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+        let executed = self.execute(request);
+        Box::pin(async move {
+            let answer = executed.await?;
+            let request_id = answer.request_id().map(str::to_owned);
+            let status = answer.status();
+            Ok(AnswerStream::from_chunks(status, [answer.into_text()]).with_request_id(request_id))
+        })
+    }
+
     /// What the transport has done so far, when it keeps a meter;
     /// [`HttpTransport`] does, a fake need not (the default is `None`).
     fn meter(&self) -> Option<MeterSnapshot> {
@@ -182,6 +201,13 @@ impl<T: Transport + ?Sized> Transport for &T {
         (**self).execute(request)
     }
 
+    fn stream(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+        (**self).stream(request)
+    }
+
     fn meter(&self) -> Option<MeterSnapshot> {
         (**self).meter()
     }
@@ -200,6 +226,13 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
         request: Request,
     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         (**self).execute(request)
+    }
+
+    fn stream(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+        (**self).stream(request)
     }
 
     fn meter(&self) -> Option<MeterSnapshot> {
@@ -222,6 +255,13 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
         (**self).execute(request)
     }
 
+    fn stream(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+        (**self).stream(request)
+    }
+
     fn meter(&self) -> Option<MeterSnapshot> {
         (**self).meter()
     }
@@ -240,6 +280,13 @@ impl Transport for HttpTransport {
         request: Request,
     ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
         Box::pin(self.execute_request(request))
+    }
+
+    fn stream(
+        &self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+        Box::pin(self.stream_request(request))
     }
 
     fn meter(&self) -> Option<MeterSnapshot> {

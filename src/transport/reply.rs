@@ -9,6 +9,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use reqwest::header::HeaderMap;
+
 use super::body::{read_answer, read_head};
 use super::deadline::Deadline;
 use super::door::at_the_door;
@@ -53,6 +55,22 @@ impl Missed {
     }
 }
 
+/// A stream's reply whose head said `2xx`: what the head said, and its body
+/// to come, piece by piece.
+pub(crate) struct Opened {
+    pub(crate) status: u16,
+    pub(crate) request_id: Option<String>,
+    /// Its `content-type`, concealed, as the door kept it.
+    pub(crate) content_type: Option<String>,
+    pub(crate) exhausted: Option<Duration>,
+    pub(crate) body: Pieces,
+}
+
+/// A body's pieces as they arrive: any `Incoming`'s, boxed, so the stream
+/// that reads them has one type whatever answered.
+pub(crate) type Pieces =
+    std::pin::Pin<Box<dyn futures_core::Stream<Item = Result<bytes::Bytes, Failure>> + Send>>;
+
 /// Where a reply is read: the site it answers for, and the transport's
 /// concealer, meter, cap and the send's deadline.
 pub(crate) struct Reading<'a> {
@@ -64,22 +82,60 @@ pub(crate) struct Reading<'a> {
 }
 
 impl Reading<'_> {
+    /// A reply whose head is not `2xx`: its head read for the engine's
+    /// words, and the wire table's refusal.
+    async fn refuse(&self, incoming: &mut impl Incoming, headers: &HeaderMap) -> Missed {
+        let site = self.site;
+        let status = incoming.status();
+        let head = read_head(incoming, self.deadline).await;
+        self.meter.received(head.len());
+        let refusal = refusal_for_status(site, status, headers, &head, SystemTime::now())
+            .unwrap_or_else(|| Missed::failed(site, Failure::Other).refusal);
+        let outcome = Outcome::Status(status, refusal.retry_after());
+        Missed {
+            refusal,
+            outcome,
+            short: format!("HTTP {status}"),
+        }
+    }
+
+    /// The head of a stream's reply: a refusal for a status that is not
+    /// `2xx`, as for any answer, else the head, and the body to come.
+    pub(crate) async fn open(
+        &self,
+        mut incoming: impl Incoming + 'static,
+    ) -> Result<Opened, Missed> {
+        let status = incoming.status();
+        let headers = at_the_door(incoming.headers(), self.concealer);
+        if !(200..300).contains(&status) {
+            return Err(self.refuse(&mut incoming, &headers).await);
+        }
+        let content_type = headers
+            .get(reqwest::header::CONTENT_TYPE)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        let body = futures_util::stream::unfold(incoming, |mut incoming| async move {
+            match incoming.chunk().await {
+                Ok(Some(piece)) => Some((Ok(piece), incoming)),
+                Ok(None) => None,
+                Err(failure) => Some((Err(failure), incoming)),
+            }
+        });
+        Ok(Opened {
+            status,
+            request_id: shown_request_id(&headers, self.concealer),
+            content_type,
+            exhausted: exhausted(&headers),
+            body: Box::pin(body),
+        })
+    }
+
     /// The reply of one attempt, read or refused.
     pub(crate) async fn reply(&self, mut incoming: impl Incoming) -> Result<Received, Missed> {
         let site = self.site;
         let status = incoming.status();
         let headers = at_the_door(incoming.headers(), self.concealer);
         if !(200..300).contains(&status) {
-            let head = read_head(&mut incoming, self.deadline).await;
-            self.meter.received(head.len());
-            let refusal = refusal_for_status(site, status, &headers, &head, SystemTime::now())
-                .unwrap_or_else(|| Missed::failed(site, Failure::Other).refusal);
-            let outcome = Outcome::Status(status, refusal.retry_after());
-            return Err(Missed {
-                refusal,
-                outcome,
-                short: format!("HTTP {status}"),
-            });
+            return Err(self.refuse(&mut incoming, &headers).await);
         }
 
         // The engine has answered: a failure from here on keeps the status
@@ -127,7 +183,7 @@ impl Reading<'_> {
 
 /// The headers the door kept, as an answer holds them: names as HTTP/2
 /// writes them (lower case), values as text.
-fn kept(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+fn kept(headers: &HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
         .map(|(name, value)| {

@@ -17,8 +17,9 @@ use super::deadline::Deadline;
 use super::handle::HttpTransport;
 use super::headers::IdempotencyKey;
 use super::incoming::{Incoming, Wire};
-use super::reply::{Missed, Reading, Received};
+use super::reply::{Missed, Opened, Reading, Received};
 use crate::answer::Answer;
+use crate::clock::later;
 use crate::config::Target;
 use crate::limits::{Gate, Seen};
 use crate::refusal::Refusal;
@@ -26,6 +27,7 @@ use crate::refusal::failure::{Failure, classify, refusal_for_failure};
 use crate::refusal::site::Site;
 use crate::refusal::{held, history};
 use crate::retry::{self, Retry};
+use crate::stream::{AnswerStream, Ending, Timers};
 
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.
@@ -34,6 +36,15 @@ pub(crate) struct Options {
     pub(crate) extra: HeaderMap,
     pub(crate) deadline: Option<std::time::Duration>,
     pub(crate) key: Option<IdempotencyKey>,
+    /// A stream's own timers, in place of the transport's.
+    pub(crate) timers: StreamTimers,
+}
+
+/// The idle timer and the stream deadline a call sets, if any.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StreamTimers {
+    pub(crate) idle: Option<std::time::Duration>,
+    pub(crate) stream: Option<std::time::Duration>,
 }
 
 /// How far a send got, for the meter.
@@ -71,6 +82,18 @@ impl HttpTransport {
         self.run_with(&post, body, options).await
     }
 
+    /// One send read as a stream.
+    pub(super) async fn open(
+        &self,
+        body: Bytes,
+        options: Options,
+    ) -> Result<AnswerStream, Refusal> {
+        let post = Reqwest {
+            client: &self.inner.client,
+        };
+        self.open_with(&post, body, options).await
+    }
+
     /// One send whose attempts go out through `post`: reqwest, or the fuzz
     /// targets' script.
     pub(crate) async fn run_with(
@@ -82,43 +105,144 @@ impl HttpTransport {
         let started = Instant::now();
         let span = self.span();
         let (outcome, reach) = self
-            .attempts(post, body, options, started, &span)
+            .attempts(post, &Whole, body, options, started, &span)
             .instrument(span.clone())
             .await;
         let elapsed = started.elapsed();
-        let meter = &self.inner.meter;
-        let reached = reach == Reach::Wire;
-        match &outcome {
-            Ok(answer) => {
-                meter.sent(Ok(()), Some(elapsed), false);
-                span.record("attempts", answer.attempts());
-                span.record("status", answer.status());
-                if let Some(id) = answer.request_id() {
-                    span.record("request_id", id);
-                }
+        match outcome {
+            Ok(Got {
+                got: received,
+                attempts,
+                ..
+            }) => {
+                let answer = Answer::received(
+                    received.status,
+                    received.text,
+                    received.request_id,
+                    received.headers,
+                )
+                .with_attempts(attempts)
+                .after(elapsed);
+                self.answered(
+                    &span,
+                    answer.status(),
+                    attempts,
+                    answer.request_id(),
+                    elapsed,
+                );
+                Ok(answer)
             }
             Err(refusal) => {
-                let held = reach == Reach::Held;
-                meter.sent(Err(refusal.cause()), reached.then_some(elapsed), held);
-                span.record("attempts", refusal.attempts());
-                span.record("cause", refusal.cause().as_str());
-                if let Some(status) = refusal.status() {
-                    span.record("status", status);
-                }
-                if let Some(id) = refusal.request_id() {
-                    span.record("request_id", id);
-                }
-                if let Some(wait) = refusal.retry_after() {
-                    span.record("retry_after_s", wait.as_secs_f64());
-                }
-                refused(&span, refusal);
+                self.refused(&span, &refusal, reach, elapsed);
+                Err(refusal)
             }
         }
-        span.record(
-            "elapsed_ms",
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-        );
-        outcome
+    }
+
+    /// One send whose answer is read as a stream: attempts as for an
+    /// answer until a `2xx` head arrives (retries apply only until then),
+    /// then the stream, which is never sent again. It is metered and
+    /// traced when it ends.
+    pub(crate) async fn open_with(
+        &self,
+        post: &impl Post,
+        body: Bytes,
+        options: Options,
+    ) -> Result<AnswerStream, Refusal> {
+        let started = Instant::now();
+        let span = self.span();
+        let timers = options.timers;
+        let (outcome, reach) = self
+            .attempts(post, &Head, body, options, started, &span)
+            .instrument(span.clone())
+            .await;
+        match outcome {
+            Ok(got) => {
+                let site = match &self.inner.target {
+                    Ok(target) => target.site.clone(),
+                    // A head arrived, so there was a target to send to.
+                    Err(refusal) => return Err(refusal.clone()),
+                };
+                let timers = Timers {
+                    first_byte: got.deadline.at(),
+                    first_byte_ms: got.deadline.ms(),
+                    idle: timers.idle.unwrap_or(self.inner.idle),
+                    end: later(started, timers.stream.unwrap_or(self.inner.stream_deadline)),
+                    end_ms: millis(timers.stream.unwrap_or(self.inner.stream_deadline)),
+                };
+                let ending = Ending {
+                    transport: self.clone(),
+                    site,
+                    span,
+                    started,
+                    attempts: got.attempts,
+                };
+                Ok(AnswerStream::opened(got.got, timers, ending))
+            }
+            Err(refusal) => {
+                self.refused(&span, &refusal, reach, started.elapsed());
+                Err(refusal)
+            }
+        }
+    }
+
+    /// The meter and the span of a send that ended in an answer (a stream
+    /// that ended cleanly, or that its reader stopped, counts as one).
+    pub(crate) fn answered(
+        &self,
+        span: &tracing::Span,
+        status: u16,
+        attempts: u32,
+        request_id: Option<&str>,
+        elapsed: std::time::Duration,
+    ) {
+        self.inner.meter.sent(Ok(()), Some(elapsed), false);
+        span.record("attempts", attempts);
+        span.record("status", status);
+        if let Some(id) = request_id {
+            span.record("request_id", id);
+        }
+        record_elapsed(span, elapsed);
+    }
+
+    /// The meter, the span and the refusal event of a send that ended in a
+    /// refusal.
+    fn refused(
+        &self,
+        span: &tracing::Span,
+        refusal: &Refusal,
+        reach: Reach,
+        elapsed: std::time::Duration,
+    ) {
+        let reached = reach == Reach::Wire;
+        let held = reach == Reach::Held;
+        self.inner
+            .meter
+            .sent(Err(refusal.cause()), reached.then_some(elapsed), held);
+        self.refused_in(span, refusal, elapsed);
+    }
+
+    /// The span's fields and the refusal event of a refusal, whatever the
+    /// meter counted.
+    pub(crate) fn refused_in(
+        &self,
+        span: &tracing::Span,
+        refusal: &Refusal,
+        elapsed: std::time::Duration,
+    ) {
+        span.record("attempts", refusal.attempts());
+        span.record("cause", refusal.cause().as_str());
+        if let Some(status) = refusal.status() {
+            span.record("status", status);
+        }
+        if let Some(id) = refusal.request_id() {
+            span.record("request_id", id);
+        }
+        if let Some(wait) = refusal.retry_after() {
+            span.record("retry_after_s", wait.as_secs_f64());
+        }
+        refused(span, refusal);
+        record_elapsed(span, elapsed);
     }
 
     /// The `meterwire.send` span, its fields recorded as the send ends.
@@ -135,19 +259,23 @@ impl HttpTransport {
             request_id = tracing::field::Empty,
             retry_after_s = tracing::field::Empty,
             idempotency_key = tracing::field::Empty,
+            events = tracing::field::Empty,
+            bytes = tracing::field::Empty,
+            first_byte_ms = tracing::field::Empty,
         )
     }
 
     /// The attempts of one send. Also says whether any request reached the
     /// wire, for the meter's latency and its count of held sends.
-    async fn attempts(
+    async fn attempts<R: Read>(
         &self,
         post: &impl Post,
+        read: &R,
         body: Bytes,
         options: Options,
         started: Instant,
         span: &tracing::Span,
-    ) -> (Result<Answer, Refusal>, Reach) {
+    ) -> (Result<Got<R::Got>, Refusal>, Reach) {
         let target = match &self.inner.target {
             Ok(target) => target,
             Err(refusal) => return (Err(refusal.clone()), Reach::Unsent),
@@ -194,27 +322,24 @@ impl HttpTransport {
             attempt += 1;
             self.inner.meter.attempt(body.len());
             let sent = self
-                .attempt(post, target, body.clone(), headers.clone(), deadline)
+                .attempt(post, read, target, body.clone(), headers.clone(), deadline)
                 .await;
             let now = Instant::now();
             match sent {
-                Ok(answer) => {
-                    tracing::debug!(attempt, status = answer.status, "answered");
+                Ok(got) => {
+                    tracing::debug!(attempt, status = R::status(&got), "answered");
                     limits.observe(
                         now,
                         Seen::Answer {
-                            exhausted: answer.exhausted,
+                            exhausted: R::exhausted(&got),
                         },
                     );
-                    let answer = Answer::received(
-                        answer.status,
-                        answer.text,
-                        answer.request_id,
-                        answer.headers,
-                    )
-                    .with_attempts(attempt)
-                    .after(started.elapsed());
-                    return (Ok(answer), Reach::Wire);
+                    let got = Got {
+                        got,
+                        attempts: attempt,
+                        deadline,
+                    };
+                    return (Ok(got), Reach::Wire);
                 }
                 Err(missed) => {
                     let Missed {
@@ -273,18 +398,19 @@ impl HttpTransport {
         headers
     }
 
-    /// One request, its answer read or refused.
-    async fn attempt(
+    /// One request, its reply read (as far as `read` reads it) or refused.
+    async fn attempt<R: Read>(
         &self,
         post: &impl Post,
+        read: &R,
         target: &Target,
         body: Bytes,
         headers: HeaderMap,
         deadline: Deadline,
-    ) -> Result<Received, Missed> {
+    ) -> Result<R::Got, Missed> {
         let site = &target.site;
         match post.post(site, headers, body, deadline).await {
-            Ok(reply) => self.reading(site, deadline).reply(reply).await,
+            Ok(reply) => read.read(&self.reading(site, deadline), reply).await,
             Err(failure) => Err(Missed::failed(site, failure)),
         }
     }
@@ -301,12 +427,98 @@ impl HttpTransport {
     }
 }
 
+/// What a send got: what its last attempt read, how many attempts it
+/// made, and its deadline.
+pub(crate) struct Got<T> {
+    got: T,
+    attempts: u32,
+    deadline: Deadline,
+}
+
+/// How far an attempt reads a reply whose head said `2xx`: the whole
+/// answer, or (for a stream) the head alone, the body to come. A reply
+/// that is not `2xx` is a refusal either way.
+pub(crate) trait Read: Sync {
+    /// What the attempt yields.
+    type Got: Send;
+
+    /// Reads `reply` as far as this reader does.
+    fn read<I: Incoming + 'static>(
+        &self,
+        reading: &Reading<'_>,
+        reply: I,
+    ) -> impl Future<Output = Result<Self::Got, Missed>> + Send;
+
+    /// How long its rate-limit fields say nothing is left.
+    fn exhausted(got: &Self::Got) -> Option<std::time::Duration>;
+
+    /// The status it answered.
+    fn status(got: &Self::Got) -> u16;
+}
+
+/// The whole answer.
+struct Whole;
+
+impl Read for Whole {
+    type Got = Received;
+
+    async fn read<I: Incoming + 'static>(
+        &self,
+        reading: &Reading<'_>,
+        reply: I,
+    ) -> Result<Received, Missed> {
+        reading.reply(reply).await
+    }
+
+    fn exhausted(got: &Received) -> Option<std::time::Duration> {
+        got.exhausted
+    }
+
+    fn status(got: &Received) -> u16 {
+        got.status
+    }
+}
+
+/// The head of a stream.
+struct Head;
+
+impl Read for Head {
+    type Got = Opened;
+
+    async fn read<I: Incoming + 'static>(
+        &self,
+        reading: &Reading<'_>,
+        reply: I,
+    ) -> Result<Opened, Missed> {
+        reading.open(reply).await
+    }
+
+    fn exhausted(got: &Opened) -> Option<std::time::Duration> {
+        got.exhausted
+    }
+
+    fn status(got: &Opened) -> u16 {
+        got.status
+    }
+}
+
+fn record_elapsed(span: &tracing::Span, elapsed: std::time::Duration) {
+    span.record(
+        "elapsed_ms",
+        u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+    );
+}
+
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// How an attempt reaches the engine and gets the head of its answer:
 /// reqwest for every real send, a script for the fuzz targets, which run
 /// the rest of the send loop unchanged.
 pub(crate) trait Post: Sync {
     /// The answer whose head arrived.
-    type Reply: Incoming;
+    type Reply: Incoming + 'static;
 
     /// Sends one request to `site`, or says why no answer's head came by
     /// the deadline.

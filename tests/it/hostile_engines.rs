@@ -624,7 +624,10 @@ async fn the_deadline_covers_the_concealment_of_the_answer() {
         .await
         .expect("the send ends by itself");
     let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_millis(2500), "{elapsed:?}");
+    // The deadline, and one piece's concealment past it at most, with room
+    // for a loaded machine; concealed whole after the body, this took
+    // minutes.
+    assert!(elapsed < Duration::from_secs(6), "{elapsed:?}");
     match outcome {
         Ok(answer) => assert_eq!(answer.text(), "[redacted]"),
         Err(refusal) => assert!(

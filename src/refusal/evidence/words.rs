@@ -222,6 +222,33 @@ fn find_ci(text: &str, from: usize, needle: &str) -> Option<usize> {
     None
 }
 
+/// The `type` and `code` of an error an engine sent inside a stream it had
+/// answered `200` (OpenAI's `data: {"error": {"type": …, "code": …}}`,
+/// Anthropic's `{"type": "error", "error": {"type": "overloaded_error"}}`),
+/// trimmed; `None` when `text` is not a JSON object with a top-level
+/// `error` member. `text` is already concealed.
+pub(crate) fn stream_error(text: &str) -> Option<(Option<String>, Option<String>)> {
+    let body = ErrorBody::parse(text)?;
+    body.error?;
+    let error = body.error_object();
+    let kind = error.as_ref().and_then(|error| self::text(error.kind));
+    let code = error
+        .as_ref()
+        .and_then(|error| self::text(error.code))
+        .or_else(|| self::text(body.error));
+    Some((kind, code))
+}
+
+/// Whether an error's `type` or `code` names the account's credit
+/// (`insufficient_quota`, `…credit…`, `…funds…`), compared with `-` read as
+/// `_`, case ignored.
+pub(crate) fn names_credit(code: &str) -> bool {
+    let folded = code.to_ascii_lowercase().replace('-', "_");
+    CREDIT_CODES.iter().any(|name| folded.contains(name))
+        || folded.contains("credit")
+        || folded.contains("funds")
+}
+
 /// The codes an engine uses for an account with no credit left, rather than
 /// a spent window: OpenAI's `insufficient_quota` and
 /// `billing_hard_limit_reached`, and the generic names. Compared with `-`

@@ -1,0 +1,141 @@
+//! Server-sent events, read as the WHATWG HTML standard's event-stream
+//! parser reads them, from text already concealed.
+//!
+//! Lines end with CRLF, LF or CR; a line that starts with `:` is a comment,
+//! read and dropped (engines send them to keep a connection alive); `field:
+//! value` (one space after the colon dropped) sets `event`, appends to
+//! `data`, or sets `id`; a blank line dispatches the event, its data lines
+//! joined with `\n`, unless no data came. `retry` is read and ignored: a
+//! stream is never sent again. Hand-written rather than a dependency: the
+//! parser is a few lines of a standard, and it must read from the
+//! concealer's released text at the pace the concealer releases it, with a
+//! cap on every line and event.
+
+/// The lines of a text that arrives in pieces.
+#[derive(Debug, Default)]
+pub(crate) struct Lines {
+    /// The last line ended with a CR, so an LF right after it ends nothing.
+    skip_lf: bool,
+}
+
+impl Lines {
+    /// The next complete line at `text[*at..]`, without its end, moving
+    /// `at` past it; `None` when no line end has arrived yet.
+    pub(crate) fn next<'t>(&mut self, text: &'t str, at: &mut usize) -> Option<&'t str> {
+        if self.skip_lf && text.as_bytes().get(*at) == Some(&b'\n') {
+            *at += 1;
+        }
+        if *at < text.len() {
+            self.skip_lf = false;
+        }
+        let rest = &text[*at..];
+        let end = memchr::memchr2(b'\n', b'\r', rest.as_bytes())?;
+        let line = &rest[..end];
+        // The line end is ASCII, so `end + 1` is a character boundary.
+        *at += end + 1;
+        if rest.as_bytes()[end] == b'\r' {
+            self.skip_lf = true;
+            if text.as_bytes().get(*at) == Some(&b'\n') {
+                *at += 1;
+                self.skip_lf = false;
+            }
+        }
+        Some(line)
+    }
+}
+
+/// One event as the parser gathered it.
+#[derive(Debug, Default)]
+pub(crate) struct Gathered {
+    pub(crate) event: Option<String>,
+    pub(crate) data: String,
+    pub(crate) id: Option<String>,
+    /// Whether any `data` field came (an empty one counts).
+    pub(crate) has_data: bool,
+}
+
+impl Gathered {
+    /// Reads one non-blank line into the event; a comment changes nothing.
+    pub(crate) fn field(&mut self, line: &str) {
+        if line.starts_with(':') {
+            return;
+        }
+        let (name, value) = match line.split_once(':') {
+            Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match name {
+            "event" => self.event = Some(value.to_owned()),
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            // An id with a NUL is ignored, as the standard says.
+            "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
+            _ => {}
+        }
+    }
+
+    /// The event a blank line dispatches, if any data came; the parser is
+    /// ready for the next one either way.
+    pub(crate) fn dispatch(&mut self) -> Option<Gathered> {
+        let gathered = std::mem::take(self);
+        gathered.has_data.then_some(gathered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(pieces: &[&str]) -> Vec<String> {
+        let mut lines = Lines::default();
+        let mut text = String::new();
+        let mut at = 0;
+        let mut out = Vec::new();
+        for piece in pieces {
+            text.push_str(piece);
+            while let Some(line) = lines.next(&text, &mut at) {
+                out.push(line.to_owned());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_line_end_ends_a_line_wherever_the_pieces_cut() {
+        let text = "a\r\nb\nc\rd\r\n\r\ne\n";
+        let whole = lines(&[text]);
+        assert_eq!(whole, ["a", "b", "c", "d", "", "e"]);
+        for cut in 0..=text.len() {
+            assert_eq!(lines(&[&text[..cut], &text[cut..]]), whole, "{cut}");
+        }
+    }
+
+    #[test]
+    fn fields_gather_into_an_event_and_a_blank_line_dispatches_it() {
+        let mut event = Gathered::default();
+        for line in [
+            ": keep-alive",
+            "event: delta",
+            "data: one",
+            "data:two",
+            "id: 7",
+            "retry: 10",
+        ] {
+            event.field(line);
+        }
+        let dispatched = event.dispatch().expect("data came");
+        assert_eq!(dispatched.event.as_deref(), Some("delta"));
+        assert_eq!(dispatched.data, "one\ntwo");
+        assert_eq!(dispatched.id.as_deref(), Some("7"));
+        // Nothing carries over, and no data is no event.
+        event.field("event: ping");
+        assert!(event.dispatch().is_none());
+        event.field("data");
+        assert_eq!(event.dispatch().map(|e| e.data), Some(String::new()));
+    }
+}
