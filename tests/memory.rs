@@ -121,6 +121,8 @@ const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 /// What the cases offer: far more than any bound below.
 const HUGE: u64 = 300_000_000;
+/// How much a streamed answer of small events sends, to its end.
+const EVENTS_TOTAL: u64 = 100_000_000;
 /// What a chunked answer offers before it would end on its own.
 const CHUNKED_TOTAL: u64 = 64 * MIB as u64;
 /// Not a power of two, so a buffer that doubles past the cap would show.
@@ -150,15 +152,18 @@ enum Case {
     Chunked,
     /// `200` declaring 300 MB.
     Declared,
+    /// `200`, a 100 MB stream of small server-sent events, to its end.
+    Events,
 }
 
 impl Case {
-    const ALL: [Case; 5] = [
+    const ALL: [Case; 6] = [
         Case::Warm,
         Case::WarmError,
         Case::ErrorBody,
         Case::Chunked,
         Case::Declared,
+        Case::Events,
     ];
 
     fn body(self) -> &'static str {
@@ -168,6 +173,7 @@ impl Case {
             Case::ErrorBody => r#"{"case":"error"}"#,
             Case::Chunked => r#"{"case":"chunked"}"#,
             Case::Declared => r#"{"case":"declared"}"#,
+            Case::Events => r#"{"case":"events"}"#,
         }
     }
 
@@ -179,8 +185,8 @@ impl Case {
 /// What the engine wrote for each case, and whether that response ended.
 #[derive(Default)]
 struct Ledger {
-    written: [AtomicU64; 5],
-    ended: [AtomicBool; 5],
+    written: [AtomicU64; 6],
+    ended: [AtomicBool; 6],
 }
 
 /// The engine, on its own thread and runtime.
@@ -325,6 +331,26 @@ async fn respond(stream: &mut TcpStream, case: Case) -> Written {
             );
             if write(stream, head.as_bytes(), &mut out).await {
                 stream_body(stream, &[b'z'; CHUNK], HUGE, &mut out).await;
+            }
+        }
+        Case::Events => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            if write(stream, head.as_bytes(), &mut out).await {
+                let event = format!("data: {{\"delta\":\"{}\"}}\n\n", "lorem ipsum ".repeat(8));
+                let piece = event.repeat(CHUNK / event.len());
+                let framed = [
+                    format!("{:x}\r\n", piece.len()).as_bytes(),
+                    piece.as_bytes(),
+                    b"\r\n",
+                ]
+                .concat();
+                let mut left = EVENTS_TOTAL;
+                while left > 0 && write(stream, &framed, &mut out).await {
+                    left = left.saturating_sub(piece.len() as u64);
+                }
+                if left == 0 {
+                    write(stream, b"0\r\n\r\n", &mut out).await;
+                }
             }
         }
         Case::Chunked => {
@@ -559,4 +585,42 @@ fn an_answer_declared_over_the_cap_is_refused_unread_under_1_mib() {
         written < WRITTEN_BOUND,
         "the body was read on: the engine wrote {written} of {HUGE} bytes"
     );
+}
+
+#[test]
+fn a_100_mb_stream_of_small_events_is_read_at_a_bounded_heap() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _counted = Counted::start();
+    let (engine, runtime, transport) = setup(CAP);
+    let read = async {
+        let mut stream = transport
+            .stream(Case::Events.body())
+            .await
+            .expect("a 2xx head");
+        let mut events = 0u64;
+        while let Some(event) = stream.next_event().await {
+            let event = event.expect("not refused");
+            assert!(event.data().starts_with("{\"delta\""));
+            events += 1;
+        }
+        events
+    };
+    let (events, growth, moving) = peak_growth(&runtime, read);
+    let meter = transport.meter();
+    drop(transport);
+    drop(runtime);
+    let written = engine.written(Case::Events);
+    println!(
+        "100 MB of events: {events} events, peak heap growth {:.3} MiB ({:.3} MiB with moving reallocs)",
+        mib(growth),
+        mib(moving)
+    );
+    assert!(written >= EVENTS_TOTAL, "read to its end: {written} bytes");
+    assert!(events > 800_000, "{events} events");
+    assert_eq!(meter.answers(), 2, "the warm-up and the stream");
+    // The hold-back, the event being read and the HTTP stack's buffers;
+    // nothing that grows with the stream.
+    assert!(growth < 2 * MIB, "the heap grew by {growth} bytes");
 }

@@ -25,6 +25,7 @@ mod refusals_carry_evidence;
 mod refused_before_anything_is_sent;
 mod remedies_point_where_the_wire_does;
 mod retries;
+mod streams;
 mod the_api;
 mod the_meter;
 mod the_probe;
