@@ -149,6 +149,10 @@ mod engine {
         pub cap: u32,
         pub latch: bool,
         pub max_hold_s: u32,
+        /// How each answer is read: `0` whole, `1` as chunks, `2` as
+        /// events, `3` as lines.
+        pub read: u8,
+        pub idle_ms: u32,
     }
 
     /// What one send came to, as text: the answer's or the refusal's every
@@ -250,6 +254,58 @@ mod engine {
         }
     }
 
+    /// One send read as a stream, by chunks (`1`), events (`2`) or lines
+    /// (`3`), to its end or its refusal.
+    async fn read_stream(transport: &HttpTransport, post: &Scripted, read: u8) -> Sent {
+        let opened = transport
+            .open_with(post, Bytes::from_static(b"{}"), Options::default())
+            .await;
+        let mut stream = match opened {
+            Ok(stream) => stream,
+            Err(refusal) => return refused(&refusal),
+        };
+        let mut texts = vec![format!("{stream:?}")];
+        loop {
+            let next = match read {
+                1 => stream.next_chunk().await,
+                2 => stream
+                    .next_event()
+                    .await
+                    .map(|event| event.map(|event| format!("{event:?}"))),
+                _ => stream.next_line().await,
+            };
+            match next {
+                Some(Ok(text)) => texts.push(text),
+                Some(Err(refusal)) => {
+                    let mut sent = refused(&refusal);
+                    sent.texts.extend(texts);
+                    // Nothing more after a refusal.
+                    sent.answered = stream.next_chunk().await.is_none();
+                    return sent;
+                }
+                None => {
+                    return Sent {
+                        answered: true,
+                        attempts: 1,
+                        texts,
+                    };
+                }
+            }
+        }
+    }
+
+    fn refused(refusal: &crate::refusal::Refusal) -> Sent {
+        Sent {
+            answered: false,
+            attempts: refusal.attempts(),
+            texts: vec![
+                refusal.to_string(),
+                format!("{refusal:?}"),
+                refusal.report().to_json(),
+            ],
+        }
+    }
+
     /// Runs the script's sends, one after another, on a runtime whose clock
     /// only moves when everything waits (so a minute's stall costs
     /// nothing), and says what each came to.
@@ -282,6 +338,9 @@ mod engine {
         if script.latch {
             builder = builder.latch(Duration::from_secs(60));
         }
+        builder = builder
+            .idle_timeout(Duration::from_millis(u64::from(script.idle_ms.max(1))))
+            .stream_deadline(Duration::from_secs(600));
         // One client for every input: the script replaces what it does.
         static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
         let client = CLIENT.get_or_init(reqwest::Client::new).clone();
@@ -294,6 +353,10 @@ mod engine {
         runtime.block_on(async {
             let mut sent = Vec::new();
             for _ in 0..script.sends.clamp(1, 4) {
+                if script.read % 4 != 0 {
+                    sent.push(read_stream(&transport, &post, script.read % 4).await);
+                    continue;
+                }
                 let outcome = transport
                     .run_with(&post, Bytes::from_static(b"{}"), Options::default())
                     .await;
@@ -310,15 +373,7 @@ mod engine {
                         .chain([format!("{answer:?}")])
                         .collect(),
                     },
-                    Err(refusal) => Sent {
-                        answered: false,
-                        attempts: refusal.attempts(),
-                        texts: vec![
-                            refusal.to_string(),
-                            format!("{refusal:?}"),
-                            refusal.report().to_json(),
-                        ],
-                    },
+                    Err(refusal) => refused(&refusal),
                 });
             }
             let meter = transport.meter();

@@ -248,3 +248,32 @@ async fn a_send_is_a_span_with_its_fields_attempt_events_and_a_refusal_event() {
     assert_eq!(debug, 2, "one event per attempt:\n{all}");
     assert_eq!(info, 2, "one event per refusal:\n{all}");
 }
+
+#[tokio::test]
+async fn a_stream_keeps_its_span_open_and_records_events_bytes_and_first_byte() {
+    capture();
+    let scope = "trace-stream";
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw("data: one\n\ndata: two\n\n", "text/event-stream"),
+        )
+        .mount(&server)
+        .await;
+    let transport = builder_for(&server.uri(), scope).build().expect("builds");
+    let mut stream = transport.stream("{}").await.expect("a stream");
+    let before_the_end = lines(scope).join("\n");
+    assert!(!before_the_end.contains("events="), "{before_the_end}");
+    while let Some(event) = stream.next_event().await {
+        event.expect("not refused");
+    }
+    let all = lines(scope).join("\n");
+    for expected in ["status=200", "events=2", "bytes=22", "first_byte_ms=", "elapsed_ms="] {
+        assert!(all.contains(expected), "no {expected:?} in\n{all}");
+    }
+    let meter = transport.meter();
+    assert_eq!((meter.sends(), meter.answers()), (1, 1));
+    let json = serde_json::to_value(&meter).expect("serializes");
+    assert!(json["firstByteMs"]["p50"].is_number(), "{json}");
+}

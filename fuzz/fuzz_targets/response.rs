@@ -2,9 +2,10 @@
 //! pairs and an arbitrary body in arbitrary pieces at arbitrary (virtual)
 //! times, through the real send loop (the door, the evidence, the refusal,
 //! the limits, retries, the meter). The oracle: no panic; every send ends in
-//! exactly one answer or refusal, within its policy's attempts; the meter
-//! counts every send; and no output holds the token, in any form the
-//! concealer knows.
+//! exactly one answer or refusal, within its policy's attempts (a stream,
+//! read whole, by chunks, events or lines, yields nothing after a refusal
+//! and is never sent again once its head arrived); the meter counts every
+//! send; and no output holds the token, in any form the concealer knows.
 
 #![no_main]
 
@@ -44,6 +45,8 @@ struct Input {
     cap: u16,
     latch: bool,
     max_hold_s: u8,
+    read: u8,
+    idle_ms: u16,
     replies: Vec<FuzzReply>,
 }
 
@@ -164,6 +167,8 @@ fuzz_target!(|input: Input| {
         cap: u32::from(input.cap),
         latch: input.latch,
         max_hold_s: u32::from(input.max_hold_s),
+        read: input.read,
+        idle_ms: u32::from(input.idle_ms),
     };
     let sends = usize::from(script.sends.clamp(1, 4));
     let policy = script.attempts.clamp(1, 4);
@@ -174,6 +179,12 @@ fuzz_target!(|input: Input| {
     assert!(meter.answered, "the meter counts every send: {meter:?}");
     for one in sent {
         assert!(one.attempts <= policy, "{one:?}");
+    }
+    // A stream's refusal is the last thing it yields.
+    if input.read % 4 != 0 {
+        for one in sent.iter().filter(|one| !one.answered) {
+            assert!(one.texts.len() >= 3, "{one:?}");
+        }
     }
     let concealer = Concealer::new([token.as_str()]);
     for text in sent.iter().chain([meter]).flat_map(|one| &one.texts) {

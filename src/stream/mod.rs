@@ -605,9 +605,12 @@ impl AnswerStream {
                 if wire.last_byte.is_none()
                     && let Some(ending) = &self.ending
                 {
-                    ending
-                        .transport
-                        .first_byte_after(now.saturating_duration_since(ending.started));
+                    let after = now.saturating_duration_since(ending.started);
+                    ending.transport.first_byte_after(after);
+                    ending.span.record(
+                        "first_byte_ms",
+                        u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+                    );
                 }
                 wire.last_byte = Some(now);
                 let length = u64::try_from(piece.len()).unwrap_or(u64::MAX);

@@ -1,0 +1,58 @@
+//! The stream readers alone, through the public API: arbitrary text in
+//! arbitrary pieces, read as chunks, events and lines. The oracle: no
+//! panic; chunks join back into the text; every event's data and every
+//! line is text the pieces held (no byte invented); nothing after the end
+//! or a refusal.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use meterwire::AnswerStream;
+
+fuzz_target!(|input: (Vec<u8>, String)| {
+    let (cuts, text) = input;
+    let mut pieces = Vec::new();
+    let mut rest = text.as_str();
+    for cut in cuts.iter().take(32) {
+        let at = usize::from(*cut).min(rest.len());
+        let at = (0..=at).rev().find(|at| rest.is_char_boundary(*at)).unwrap_or(0);
+        let (piece, after) = rest.split_at(at);
+        pieces.push(piece.to_owned());
+        rest = after;
+    }
+    pieces.push(rest.to_owned());
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
+        return;
+    };
+    runtime.block_on(async {
+        let mut stream = AnswerStream::from_chunks(200, pieces.clone());
+        let mut joined = String::new();
+        while let Some(chunk) = stream.next_chunk().await {
+            joined.push_str(&chunk.expect("chunks of a fake's text are never refused"));
+        }
+        assert_eq!(joined, text);
+        assert!(stream.next_chunk().await.is_none());
+
+        let mut stream = AnswerStream::from_chunks(200, pieces.clone());
+        loop {
+            match stream.next_event().await {
+                Some(Ok(event)) => {
+                    for line in event.data().split('\n') {
+                        assert!(text.contains(line), "{line:?} not in the text");
+                    }
+                }
+                Some(Err(_)) | None => break,
+            }
+        }
+        assert!(stream.next_event().await.is_none());
+
+        let mut stream = AnswerStream::from_chunks(200, pieces);
+        loop {
+            match stream.next_line().await {
+                Some(Ok(line)) => assert!(text.contains(&line), "{line:?} not in the text"),
+                Some(Err(_)) | None => break,
+            }
+        }
+        assert!(stream.next_line().await.is_none());
+    });
+});
