@@ -269,7 +269,13 @@ async fn a_stream_keeps_its_span_open_and_records_events_bytes_and_first_byte() 
         event.expect("not refused");
     }
     let all = lines(scope).join("\n");
-    for expected in ["status=200", "events=2", "bytes=22", "first_byte_ms=", "elapsed_ms="] {
+    for expected in [
+        "status=200",
+        "events=2",
+        "bytes=22",
+        "first_byte_ms=",
+        "elapsed_ms=",
+    ] {
         assert!(all.contains(expected), "no {expected:?} in\n{all}");
     }
     let meter = transport.meter();

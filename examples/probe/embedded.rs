@@ -18,6 +18,7 @@ use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::show::{self, Style};
+use crate::stream_engine;
 use crate::{OutcomeJson, Usage, print_json};
 
 /// The probe's own token, made up for the tour. It holds `/` and `+` so the
@@ -34,6 +35,29 @@ const SLOW_ENGINE: Duration = Duration::from_secs(3);
 const SMALL_CAP: u64 = 1_024;
 const LARGE_ANSWER: usize = 4_096;
 const RETRY_AFTER: &str = "30";
+
+/// The stream rows' timers: short, so the tour stays quick.
+const STREAM_IDLE: Duration = Duration::from_millis(300);
+const STREAM_DEADLINE: Duration = Duration::from_millis(700);
+
+/// The rows of a token echoed across two pieces of a stream, one per form
+/// (in `stream_engine::FORMS`' order).
+const STREAM_ECHO_ROWS: [&str; 5] = [
+    "stream echo, raw",
+    "stream echo, JSON",
+    "stream echo, percent",
+    "stream echo, HTML",
+    "stream echo, base64",
+];
+
+/// The rows of an error inside a stream, one per cause it names (in
+/// `stream_engine::ERRORS`' order).
+const STREAM_ERROR_ROWS: [(&str, Cause); 4] = [
+    ("stream error, a limit", Cause::EngineOverQuota),
+    ("stream error, credit", Cause::EngineOutOfCredit),
+    ("stream error, the token", Cause::NoEngine),
+    ("stream error, overloaded", Cause::EngineUnreachable),
+];
 
 /// The table's width, and its columns.
 const WIDTH: usize = 120;
@@ -58,6 +82,10 @@ struct Stage {
     cap: u64,
     /// A proxy every request of the row goes through.
     proxy: Option<String>,
+    /// The answer is read as a stream, with these timers when set.
+    stream: bool,
+    idle: Option<Duration>,
+    stream_deadline: Option<Duration>,
 }
 
 /// What a row came to.
@@ -134,6 +162,9 @@ pub async fn tour(
         deadline: ROW_DEADLINE,
         cap: meterwire::DEFAULT_MAX_ANSWER_BYTES,
         proxy: None,
+        stream: false,
+        idle: None,
+        stream_deadline: None,
     };
     let offline = |row, expected, env| Stage {
         refused_before_sending: true,
@@ -146,7 +177,23 @@ pub async fn tour(
         ))
     })?;
 
-    let stages = vec![
+    let streaming = stream_engine::start(TOUR_TOKEN.to_owned())
+        .await
+        .map_err(|error| {
+            Usage(format!(
+                "--embedded: no loopback port to stream from ({error})"
+            ))
+        })?;
+    let streamed = |row, wire: &str, expected, route: &str| Stage {
+        stream: true,
+        ..stage(
+            row,
+            wire,
+            expected,
+            pairs(&format!("{streaming}/stream/{route}"), token),
+        )
+    };
+    let mut stages = vec![
         stage("answer", "HTTP 200", None, pairs(&at("answer"), token)),
         stage(
             "token rejected",
@@ -261,6 +308,56 @@ pub async fn tour(
             ),
         ),
     ];
+    for form in stream_engine::FORMS {
+        stages.push(streamed(
+            STREAM_ECHO_ROWS[stream_engine::FORMS
+                .iter()
+                .position(|f| *f == form)
+                .unwrap_or(0)],
+            &format!("SSE, the token {form} across two pieces"),
+            None,
+            &format!("echo-{form}"),
+        ));
+    }
+    for ((name, _), (row, cause)) in stream_engine::ERRORS.iter().zip(STREAM_ERROR_ROWS) {
+        stages.push(streamed(
+            row,
+            &format!("SSE, then an error ({name})"),
+            Some(cause),
+            &format!("error-{name}"),
+        ));
+    }
+    stages.push(streamed(
+        "stream cut mid-way",
+        "SSE, closed inside an event",
+        Some(Cause::EngineUnreachable),
+        "cut",
+    ));
+    stages.push(Stage {
+        idle: Some(STREAM_IDLE),
+        ..streamed(
+            "stream stalled",
+            &format!(
+                "SSE, then silence past the {} ms idle timer",
+                STREAM_IDLE.as_millis()
+            ),
+            Some(Cause::EngineUnreachable),
+            "stall",
+        )
+    });
+    stages.push(Stage {
+        stream_deadline: Some(STREAM_DEADLINE),
+        ..streamed(
+            "stream past its deadline",
+            &format!(
+                "SSE, a comment every {} ms past a {} ms deadline",
+                stream_engine::COMMENT_EVERY.as_millis(),
+                STREAM_DEADLINE.as_millis()
+            ),
+            Some(Cause::EngineUnreachable),
+            "comments",
+        )
+    });
 
     let mut walked = Vec::with_capacity(stages.len());
     for stage in stages {
@@ -272,11 +369,34 @@ pub async fn tour(
         if let Some(proxy) = &stage.proxy {
             builder = builder.proxy(proxy.as_str());
         }
+        if let Some(idle) = stage.idle {
+            builder = builder.idle_timeout(idle);
+        }
+        if let Some(deadline) = stage.stream_deadline {
+            builder = builder.stream_deadline(deadline);
+        }
         let transport = builder
             .build()
             .map_err(|error| Usage(crate::build_error(&error)))?;
         let outcome = if stage.refused_before_sending && transport.refusal().is_none() {
             Outcome::NotRefused
+        } else if stage.stream {
+            let started = Instant::now();
+            let result = match transport.stream(body.clone()).await {
+                // A stream read to its end is shown as the answer it made.
+                Ok(stream) => {
+                    let read = crate::stream::read_all(stream, started, |_, _| {}).await;
+                    match read.refusal {
+                        Some(refusal) => Err(refusal),
+                        None => Ok(Answer::new(read.status, read.joined)),
+                    }
+                }
+                Err(refusal) => Err(refusal),
+            };
+            Outcome::Sent {
+                result,
+                elapsed_ms: crate::millis(started.elapsed()),
+            }
         } else {
             let started = Instant::now();
             let result = transport.send(body.clone()).await;

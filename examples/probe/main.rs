@@ -25,6 +25,8 @@ macro_rules! out {
 mod embedded;
 mod repeat;
 mod show;
+mod stream;
+mod stream_engine;
 /// The crate's own bounds and taming, so that every cut the probe makes is
 /// the escape-aware one the library makes.
 #[allow(dead_code)]
@@ -126,6 +128,22 @@ struct Args {
     #[arg(long = "header", value_name = "NAME:VALUE")]
     headers: Vec<String>,
 
+    /// Read the answer as a stream, each piece as it arrives: events for
+    /// text/event-stream, lines for application/x-ndjson, chunks otherwise
+    #[arg(long, conflicts_with = "repeat")]
+    stream: bool,
+
+    /// With --stream: the longest gap between bytes after the first, in
+    /// milliseconds
+    #[arg(long, value_name = "N", requires = "stream", default_value_t = 30_000,
+          value_parser = value_parser!(u64).range(1..))]
+    idle_ms: u64,
+
+    /// With --stream: the deadline of the whole stream, in milliseconds
+    #[arg(long, value_name = "N", requires = "stream", default_value_t = 600_000,
+          value_parser = value_parser!(u64).range(1..))]
+    stream_deadline_ms: u64,
+
     /// A retry policy of at most N attempts per send (1 is none): only where
     /// a retry cannot double a bill, with an idempotency key on every send
     #[arg(long, value_name = "N", default_value_t = 1,
@@ -138,7 +156,7 @@ struct Args {
     /// of the probe's own
     #[arg(long, conflicts_with_all = [
         "repeat", "concurrency", "timeout_ms", "max_answer_bytes", "ca_cert", "allow_plaintext",
-        "headers", "retries",
+        "headers", "retries", "stream",
     ])]
     embedded: bool,
 }
@@ -209,6 +227,7 @@ async fn run(args: Args) -> Result<ExitCode, Usage> {
                 ExitCode::from(EXIT_LOST)
             })
         }
+        None if args.stream => Ok(stream::stream_once(&transport, body, args.json, &style).await),
         None => Ok(send_once(&transport, body, args.json, &style).await),
     }
 }
@@ -233,7 +252,9 @@ fn build(args: &Args, naming: Naming) -> Result<HttpTransport, Usage> {
         .env(Env::from_process())
         .deadline(Duration::from_millis(args.timeout_ms))
         .max_answer_bytes(args.max_answer_bytes)
-        .danger_allow_plaintext_http(args.allow_plaintext);
+        .danger_allow_plaintext_http(args.allow_plaintext)
+        .idle_timeout(Duration::from_millis(args.idle_ms))
+        .stream_deadline(Duration::from_millis(args.stream_deadline_ms));
     if args.retries > 1 {
         builder = builder.retries(RetryPolicy::new().max_attempts(args.retries));
     }
@@ -283,15 +304,18 @@ async fn send_once(transport: &HttpTransport, body: Bytes, json: bool, style: &S
             }
             ExitCode::SUCCESS
         }
-        Err(refusal) => {
-            if json {
-                print_json(&refusal.report());
-            } else {
-                show::print_refusal(&refusal, style);
-            }
-            exit_for(refusal.cause())
-        }
+        Err(refusal) => refused(&refusal, json, style),
     }
+}
+
+/// Prints a refusal (its report with `--json`) and gives its exit status.
+fn refused(refusal: &Refusal, json: bool, style: &Style) -> ExitCode {
+    if json {
+        print_json(&refusal.report());
+    } else {
+        show::print_refusal(refusal, style);
+    }
+    exit_for(refusal.cause())
 }
 
 /// `{"answer": "<concealed text>", "status": 200, "elapsedMs": 12,

@@ -400,6 +400,15 @@ mod blocking {
 }
 
 #[test]
+fn the_streaming_example_stays_a_page() {
+    let source = include_str!("../../examples/stream.rs");
+    let lines = source.lines().count();
+    assert!(lines < 80, "examples/stream.rs is {lines} lines");
+    assert!(source.contains("127.0.0.1"));
+    assert!(source.contains(".next_event()"));
+}
+
+#[test]
 fn the_predictor_example_stays_a_page() {
     let source = include_str!("../../examples/predict.rs");
     let lines = source.lines().count();

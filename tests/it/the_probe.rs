@@ -32,7 +32,7 @@ const HANG: Duration = Duration::from_secs(20);
 
 /// Every row the tour must walk, and the cause the contract gives it
 /// (`answer` for an answer).
-const TOUR_ROWS: [(&str, &str); 13] = [
+const TOUR_ROWS: [(&str, &str); 24] = [
     ("answer", "answer"),
     ("no token", "no-engine"),
     ("token rejected", "no-engine"),
@@ -46,6 +46,17 @@ const TOUR_ROWS: [(&str, &str); 13] = [
     ("redirect", "engine-unreachable"),
     ("connection refused", "engine-unreachable"),
     ("deadline", "engine-unreachable"),
+    ("stream echo, raw", "answer"),
+    ("stream echo, JSON", "answer"),
+    ("stream echo, percent", "answer"),
+    ("stream echo, HTML", "answer"),
+    ("stream echo, base64", "answer"),
+    ("stream error, a limit", "engine-over-quota"),
+    ("stream error, credit", "engine-out-of-credit"),
+    ("stream error, the token", "no-engine"),
+    ("stream error, overloaded", "engine-unreachable"),
+    ("stream cut mid-way", "engine-unreachable"),
+    ("stream stalled", "engine-unreachable"),
 ];
 
 /// The built example: `cargo test` builds examples next to `deps/`, where
@@ -904,4 +915,59 @@ async fn prose_never_turns_a_control_character_into_an_escape() {
     let run = probe(&[], &vars).await;
     assert!(!run.stdout.contains("\\r\\n"), "{}", run.stdout);
     assert!(!run.stdout.contains('\r'), "{:?}", run.stdout);
+}
+
+#[tokio::test]
+async fn stream_json_prints_one_object_per_event_then_the_end() {
+    let server = engine(ResponseTemplate::new(200).set_body_raw(
+        format!("event: delta\nid: 1\ndata: {{\"delta\":\"the\"}}\n\ndata: {TOKEN}\n\n"),
+        "text/event-stream",
+    ))
+    .await;
+    let run = probe_at(&server, &["--stream", "--json", "--idle-ms", "5000"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let lines: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    assert_eq!(lines[0]["event"], "delta");
+    assert_eq!(lines[0]["data"], "{\"delta\":\"the\"}");
+    assert_eq!(lines[0]["id"], "1");
+    assert!(lines[0]["atMs"].is_number());
+    assert_eq!(lines[1]["event"], "message");
+    assert_eq!(lines[1]["data"], "[redacted]");
+    assert!(lines[1].get("id").is_none());
+    assert_eq!(lines[2]["end"]["status"], 200);
+    assert_eq!(lines[2]["end"]["events"], 2);
+    assert!(lines[2]["end"]["bytes"].as_u64().is_some_and(|b| b > 0));
+    assert!(lines[2]["end"]["firstByteMs"].is_number());
+    assert!(!run.all().contains(TOKEN));
+}
+
+#[tokio::test]
+async fn stream_prose_prints_each_piece_then_a_summary_and_a_refusal_exits_as_one_send() {
+    let server = engine(
+        ResponseTemplate::new(200).set_body_raw("{\"a\":1}\n{\"a\":2}\n", "application/x-ndjson"),
+    )
+    .await;
+    let run = probe_at(&server, &["--stream"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(&lines[..2], ["{\"a\":1}", "{\"a\":2}"], "{}", run.stdout);
+    assert!(
+        lines[2].starts_with("stream ended  HTTP 200, 2 pieces"),
+        "{}",
+        run.stdout
+    );
+
+    let server = engine(ResponseTemplate::new(200).set_body_raw(
+        "data: {\"error\":{\"type\":\"insufficient_quota\"}}\n\n",
+        "text/event-stream",
+    ))
+    .await;
+    let run = probe_at(&server, &["--stream", "--json"]).await;
+    assert_eq!(run.status, 5, "{}", run.all());
+    assert_eq!(run.json()["refusal"]["cause"], "engine-out-of-credit");
 }

@@ -1,0 +1,223 @@
+//! `--stream`: the answer read as it arrives, picked by its `content-type`
+//! (`text/event-stream` as events, `application/x-ndjson` or
+//! `application/jsonl` as lines, anything else as chunks), each printed as
+//! it comes, then one summary.
+//!
+//! Prose prints each event's data (each line, each chunk) as it arrives;
+//! `--json` prints one JSON object per line, `atMs` the milliseconds since
+//! the send began, and last either `{"end": {…}}` or the refusal's report.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use meterwire::{AnswerStream, HttpTransport, Refusal};
+use serde::Serialize;
+
+use crate::show::{self, Style};
+
+/// How the probe reads a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    Events,
+    Lines,
+    Chunks,
+}
+
+impl Reading {
+    /// As its `content-type` says.
+    pub fn of(stream: &AnswerStream) -> Reading {
+        let media = stream
+            .content_type()
+            .and_then(|value| value.split(';').next())
+            .map(|media| media.trim().to_ascii_lowercase());
+        match media.as_deref() {
+            Some("text/event-stream") => Reading::Events,
+            Some("application/x-ndjson" | "application/jsonl") => Reading::Lines,
+            _ => Reading::Chunks,
+        }
+    }
+}
+
+/// One piece as `--json` prints it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+#[serde(untagged)]
+enum PieceJson<'a> {
+    Event {
+        event: &'a str,
+        data: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+        #[serde(rename = "atMs")]
+        at_ms: f64,
+    },
+    Line {
+        line: &'a str,
+        #[serde(rename = "atMs")]
+        at_ms: f64,
+    },
+    Chunk {
+        chunk: &'a str,
+        #[serde(rename = "atMs")]
+        at_ms: f64,
+    },
+}
+
+#[derive(Serialize)]
+struct EndJson {
+    end: End,
+}
+
+/// How a stream ended cleanly.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct End {
+    status: u16,
+    events: u64,
+    bytes: u64,
+    first_byte_ms: Option<f64>,
+    elapsed_ms: u64,
+}
+
+/// What a stream came to, read to its end: every piece it yielded, joined,
+/// and the refusal it ended in, if any.
+pub struct Read {
+    pub status: u16,
+    pub joined: String,
+    pub pieces: u64,
+    pub refusal: Option<Refusal>,
+}
+
+/// Reads `stream` to its end, handing each piece (with the time since
+/// `started`) to `each`.
+// A refusal is as large as what it says.
+#[allow(clippy::result_large_err)]
+pub async fn read_all(
+    mut stream: AnswerStream,
+    started: Instant,
+    mut each: impl FnMut(Piece<'_>, Duration),
+) -> Read {
+    let reading = Reading::of(&stream);
+    let status = stream.status();
+    let mut joined = String::new();
+    let mut pieces = 0;
+    loop {
+        let next = match reading {
+            Reading::Events => stream.next_event().await.map(|event| {
+                event.map(|event| {
+                    each(Piece::Event(&event), started.elapsed());
+                    event.data().to_owned()
+                })
+            }),
+            Reading::Lines => stream.next_line().await.map(|line| {
+                line.map(|line| {
+                    each(Piece::Line(&line), started.elapsed());
+                    line
+                })
+            }),
+            Reading::Chunks => stream.next_chunk().await.map(|chunk| {
+                chunk.map(|chunk| {
+                    each(Piece::Chunk(&chunk), started.elapsed());
+                    chunk
+                })
+            }),
+        };
+        match next {
+            Some(Ok(text)) => {
+                pieces += 1;
+                if !joined.is_empty() && reading != Reading::Chunks {
+                    joined.push('\n');
+                }
+                joined.push_str(&text);
+            }
+            Some(Err(refusal)) => {
+                return Read {
+                    status,
+                    joined,
+                    pieces,
+                    refusal: Some(refusal),
+                };
+            }
+            None => {
+                return Read {
+                    status,
+                    joined,
+                    pieces,
+                    refusal: None,
+                };
+            }
+        }
+    }
+}
+
+/// One piece a stream yielded.
+pub enum Piece<'a> {
+    Event(&'a meterwire::Event),
+    Line(&'a str),
+    Chunk(&'a str),
+}
+
+pub async fn stream_once(
+    transport: &HttpTransport,
+    body: Bytes,
+    json: bool,
+    style: &Style,
+) -> ExitCode {
+    let started = Instant::now();
+    let stream = match transport.stream(body).await {
+        Ok(stream) => stream,
+        Err(refusal) => return crate::refused(&refusal, json, style),
+    };
+    let read = read_all(stream, started, |piece, at| {
+        let at_ms = (at.as_secs_f64() * 10_000.0).round() / 10.0;
+        if json {
+            let line = match piece {
+                Piece::Event(event) => PieceJson::Event {
+                    event: event.event().unwrap_or("message"),
+                    data: event.data(),
+                    id: event.id(),
+                    at_ms,
+                },
+                Piece::Line(line) => PieceJson::Line { line, at_ms },
+                Piece::Chunk(chunk) => PieceJson::Chunk { chunk, at_ms },
+            };
+            crate::print_json(&line);
+        } else {
+            let text = match piece {
+                Piece::Event(event) => event.data(),
+                Piece::Line(line) | Piece::Chunk(line) => line,
+            };
+            out!("{}", show::tame(text, false));
+        }
+    })
+    .await;
+    if let Some(refusal) = read.refusal {
+        return crate::refused(&refusal, json, style);
+    }
+    let meter = transport.meter();
+    let end = End {
+        status: read.status,
+        events: read.pieces,
+        bytes: meter.bytes_received(),
+        first_byte_ms: meter
+            .first_byte(1.0)
+            .map(|after| (after.as_secs_f64() * 10_000.0).round() / 10.0),
+        elapsed_ms: crate::millis(started.elapsed()),
+    };
+    if json {
+        crate::print_json(&EndJson { end });
+    } else {
+        out!(
+            "{}  HTTP {}, {} pieces, {} bytes, the first after {} ms, {} ms in all",
+            style.good("stream ended"),
+            end.status,
+            end.events,
+            end.bytes,
+            end.first_byte_ms
+                .map_or("no".to_owned(), |ms| ms.to_string()),
+            end.elapsed_ms
+        );
+    }
+    ExitCode::SUCCESS
+}
