@@ -110,18 +110,14 @@ pub async fn read_all(
                     event.data().to_owned()
                 })
             }),
-            Reading::Lines => stream.next_line().await.map(|line| {
-                line.map(|line| {
-                    each(Piece::Line(&line), started.elapsed());
-                    line
-                })
-            }),
-            Reading::Chunks => stream.next_chunk().await.map(|chunk| {
-                chunk.map(|chunk| {
-                    each(Piece::Chunk(&chunk), started.elapsed());
-                    chunk
-                })
-            }),
+            Reading::Lines => stream
+                .next_line()
+                .await
+                .map(|line| line.inspect(|line| each(Piece::Line(line), started.elapsed()))),
+            Reading::Chunks => stream
+                .next_chunk()
+                .await
+                .map(|chunk| chunk.inspect(|chunk| each(Piece::Chunk(chunk), started.elapsed()))),
         };
         match next {
             Some(Ok(text)) => {
