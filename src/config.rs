@@ -14,25 +14,40 @@
 //! missing token must never cost a request and a token with a line break
 //! must never reach a socket.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
 use reqwest::header::HeaderValue;
 use secrecy::SecretString;
+use tokio::time::Instant;
 
 use crate::address::Address;
 use crate::conceal::Concealer;
 use crate::env::Env;
 use crate::naming::Naming;
+use crate::naming::{TokenChainError, TokenSpec};
 use crate::origin::Origin;
 use crate::refusal::Refusal;
 use crate::refusal::Site;
 use crate::refusal::before_send;
+use crate::token::file::{Current, FileProblem, TokenFile};
 use crate::token::{Token, UnusableToken};
 
-/// What the builder was given in code: the address, the token, and the
-/// proxy every request goes through.
+/// What the builder was given in code: the address, the token (or a file
+/// that holds it), and the proxy every request goes through.
 pub(crate) struct InCode {
     pub(crate) address: Option<String>,
-    pub(crate) token: Option<SecretString>,
+    pub(crate) token: Option<InCodeToken>,
     pub(crate) proxy: Option<String>,
+    /// How often a token file is read again.
+    pub(crate) file_interval: Duration,
+}
+
+/// A token given in code: its value, or a file that holds it.
+pub(crate) enum InCodeToken {
+    Value(SecretString),
+    File(PathBuf),
 }
 
 /// A transport's settled configuration: where every send goes and with
@@ -44,17 +59,66 @@ pub(crate) struct Settled {
 }
 
 /// Everything a send needs that the configuration decided: where it goes,
-/// and the header that carries the token.
+/// and the token it carries.
 pub(crate) struct Target {
     pub(crate) site: Site,
-    pub(crate) authorization: HeaderValue,
+    pub(crate) token: TokenSource,
+}
+
+/// Where a send's `authorization` header comes from.
+pub(crate) enum TokenSource {
+    /// A token given once: in code, or by a variable.
+    Fixed(HeaderValue),
+    /// A file that rotates, read again as it may have changed.
+    File(Arc<TokenFile>),
+}
+
+impl TokenSource {
+    /// The token to send with now, and which one it is; for a file, what
+    /// was wrong with it when no good token was ever read from it.
+    pub(crate) fn current(
+        &self,
+        now: Instant,
+        concealer: &Concealer,
+    ) -> Result<Current, FileProblem> {
+        match self {
+            TokenSource::Fixed(header) => Ok(Current {
+                header: header.clone(),
+                generation: 0,
+            }),
+            TokenSource::File(file) => file.current(now, concealer),
+        }
+    }
+
+    /// After the engine rejected the token `judged`: the token a file holds
+    /// now, when it is another one.
+    pub(crate) fn replaced(
+        &self,
+        judged: u64,
+        now: Instant,
+        concealer: &Concealer,
+    ) -> Option<Current> {
+        match self {
+            TokenSource::Fixed(_) => None,
+            TokenSource::File(file) => file.replaced(judged, now, concealer),
+        }
+    }
+
+    /// The file's path, for a token from one.
+    pub(crate) fn file(&self) -> Option<&TokenFile> {
+        match self {
+            TokenSource::Fixed(_) => None,
+            TokenSource::File(file) => Some(file),
+        }
+    }
 }
 
 /// What the token chain (or the code) came to.
 enum TokenOutcome {
-    Found(Origin, HeaderValue),
+    Found(Origin, TokenSource),
     Missing,
     Unusable(UnusableToken),
+    Both { variable: String, twin: String },
 }
 
 /// Resolves the address and the token (code first, then the chains) and
@@ -69,7 +133,8 @@ pub(crate) fn settle(
     in_code: InCode,
     allow_plaintext: bool,
 ) -> Settled {
-    let (token, concealer) = token_and_concealer(naming, scope, env, in_code.token);
+    let (token, concealer) =
+        token_and_concealer(naming, scope, env, in_code.token, in_code.file_interval);
     let target = address(
         naming,
         scope,
@@ -79,52 +144,81 @@ pub(crate) fn settle(
         &concealer,
     )
     .and_then(|address| match token {
-        TokenOutcome::Found(origin, authorization) => Ok(Target {
+        TokenOutcome::Found(origin, token) => Ok(Target {
             site: Site::new(scope, address, origin, concealer.clone())
                 .through(in_code.proxy.as_deref()),
-            authorization,
+            token,
         }),
         TokenOutcome::Missing => Err(before_send::no_token(naming, scope, &address, &concealer)),
         TokenOutcome::Unusable(unusable) => Err(before_send::unusable_token(
             scope, &address, &unusable, &concealer,
         )),
+        TokenOutcome::Both { variable, twin } => Err(before_send::both_token_and_file(
+            scope, &address, &variable, &twin, &concealer,
+        )),
     });
     Settled { target, concealer }
 }
 
-/// The token's outcome, with its header and the concealer built from it
+/// The token's outcome, with its source and the concealer that knows it
 /// when there is one; the concealer conceals the snapshot's
-/// credential-named values either way.
+/// credential-named values either way (a token file's content joins it
+/// when it is read).
 fn token_and_concealer(
     naming: &Naming,
     scope: &str,
     env: &Env,
-    in_code: Option<SecretString>,
+    in_code: Option<InCodeToken>,
+    file_interval: Duration,
 ) -> (TokenOutcome, Concealer) {
-    let token = match in_code {
-        Some(secret) => Token::from_secret(
+    let twin = format!("{}_FILE", naming.token_variable());
+    let spec = match in_code {
+        Some(InCodeToken::Value(secret)) => Token::from_secret(
             &secret,
             Origin::Code {
                 method: "token",
                 variable: naming.token_variable(),
             },
         )
-        .map(Some),
+        .map(|token| Some(TokenSpec::Value(token)))
+        .map_err(TokenChainError::Unusable),
+        Some(InCodeToken::File(path)) => {
+            let shown = path.display().to_string();
+            Ok(Some(TokenSpec::File {
+                path: shown.clone(),
+                origin: Origin::File {
+                    path: shown,
+                    variable: None,
+                    twin,
+                },
+            }))
+        }
         None => naming.token_chain(scope).resolve(env),
     };
-    match token {
-        Ok(Some(token)) => {
+    let without_token = || Concealer::with_env([], env);
+    match spec {
+        Ok(Some(TokenSpec::Value(token))) => {
             let (authorization, concealer) = token.arm(env);
+            let origin = token.origin().clone();
             (
-                TokenOutcome::Found(token.origin().clone(), authorization),
+                TokenOutcome::Found(origin, TokenSource::Fixed(authorization)),
                 concealer,
             )
         }
-        Ok(None) => (TokenOutcome::Missing, Concealer::with_env([], env)),
-        Err(unusable) => (
-            TokenOutcome::Unusable(unusable),
-            Concealer::with_env([], env),
-        ),
+        Ok(Some(TokenSpec::File { path, origin })) => {
+            let file = TokenFile::new(PathBuf::from(path), origin.clone(), file_interval);
+            (
+                TokenOutcome::Found(origin, TokenSource::File(Arc::new(file))),
+                without_token(),
+            )
+        }
+        Ok(None) => (TokenOutcome::Missing, without_token()),
+        Err(TokenChainError::Unusable(unusable)) => {
+            (TokenOutcome::Unusable(unusable), without_token())
+        }
+        Err(TokenChainError::Both { variable, twin }) => {
+            (TokenOutcome::Both { variable, twin }, without_token())
+        }
     }
 }
 
@@ -168,7 +262,11 @@ fn address(
 /// The concealer a builder's configuration would have: the token given in
 /// code, and the snapshot's credential-named values; for showing what the
 /// caller gave (a scope, a header name) before the transport is built.
-pub(crate) fn concealer_for(in_code: Option<&SecretString>, env: &Env) -> Concealer {
+pub(crate) fn concealer_for(in_code: Option<&InCodeToken>, env: &Env) -> Concealer {
+    let in_code = match in_code {
+        Some(InCodeToken::Value(secret)) => Some(secret),
+        _ => None,
+    };
     let token = in_code.and_then(|secret| {
         let origin = Origin::Code {
             method: "token",

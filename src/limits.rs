@@ -29,8 +29,9 @@ use crate::retry::RetryPolicy;
 pub(crate) enum Seen<'a> {
     /// An answer, and how long its rate-limit fields say nothing is left.
     Answer { exhausted: Option<Duration> },
-    /// A refusal the engine's answer (or its absence) gave.
-    Refused(&'a Refusal),
+    /// A refusal the engine's answer (or its absence) gave, to a send with
+    /// the token of this generation (see `token::file`).
+    Refused(&'a Refusal, u64),
 }
 
 /// What a send meets before it goes.
@@ -88,7 +89,7 @@ impl Limits {
                     );
                 }
             }
-            Seen::Refused(refusal) => {
+            Seen::Refused(refusal, generation) => {
                 if let (Some(wait), Some(status @ (429 | 503))) =
                     (refusal.retry_after(), refusal.status())
                     && refusal.cause() != Cause::EngineOutOfCredit
@@ -99,7 +100,7 @@ impl Limits {
                     && refusal.status().is_some()
                     && matches!(refusal.cause(), Cause::NoEngine | Cause::EngineOutOfCredit)
                 {
-                    self.latch(now, duration, refusal);
+                    self.latch(now, duration, refusal, generation);
                 }
             }
         }
@@ -157,20 +158,29 @@ impl Limits {
         }
     }
 
-    /// The latched refusal in force at `now`, if any.
-    pub(crate) fn latched(&self, now: Instant) -> Option<Latched> {
-        let latch = self
+    /// The latched refusal in force at `now` for the token of `generation`,
+    /// if any: a latch belongs to the token it judged, and a new token (a
+    /// file that rotated) clears it.
+    pub(crate) fn latched(&self, now: Instant, generation: u64) -> Option<Latched> {
+        let mut latch = self
             .latch
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if latch
+            .as_ref()
+            .is_some_and(|latched| latched.generation != generation)
+        {
+            *latch = None;
+        }
         latch
             .as_ref()
             .filter(|latched| latched.until > now)
             .cloned()
     }
 
-    /// Repeats `refusal` without sending until `now + duration`.
-    fn latch(&self, now: Instant, duration: Duration, refusal: &Refusal) {
+    /// Repeats `refusal` without sending until `now + duration`, for the
+    /// token of `generation`.
+    fn latch(&self, now: Instant, duration: Duration, refusal: &Refusal, generation: u64) {
         let mut latch = self
             .latch
             .lock()
@@ -179,6 +189,7 @@ impl Limits {
             until: later(now, duration),
             at: SystemTime::now(),
             refusal: refusal.clone(),
+            generation,
         });
     }
 }
@@ -197,8 +208,8 @@ mod tests {
     fn a_longer_hold_is_kept_and_an_expired_one_is_none() {
         let limits = Limits::new(true, None, DEFAULT_MAX_HOLD);
         let now = Instant::now();
-        limits.observe(now, Seen::Refused(&over_quota(429, 10)));
-        limits.observe(now, Seen::Refused(&over_quota(503, 1)));
+        limits.observe(now, Seen::Refused(&over_quota(429, 10), 0));
+        limits.observe(now, Seen::Refused(&over_quota(503, 1), 0));
         let hold = limits.hold(now).expect("held");
         assert_eq!(hold.why, "HTTP 429");
         assert!(limits.hold(now + Duration::from_secs(11)).is_none());
@@ -213,7 +224,7 @@ mod tests {
             limits.gate(now, &RetryPolicy::new(), far),
             Gate::Open
         ));
-        limits.observe(now, Seen::Refused(&over_quota(429, 5)));
+        limits.observe(now, Seen::Refused(&over_quota(429, 5), 0));
         assert!(matches!(
             limits.gate(now, &RetryPolicy::new(), far),
             Gate::Wait(_)
@@ -236,7 +247,7 @@ mod tests {
         let limits = Limits::new(true, None, Duration::from_secs(60));
         let now = Instant::now();
         let refusal = over_quota(429, u64::MAX);
-        limits.observe(now, Seen::Refused(&refusal));
+        limits.observe(now, Seen::Refused(&refusal, 0));
         let hold = limits.hold(now).expect("held");
         assert_eq!(hold.until, now + Duration::from_secs(60));
         assert_eq!(hold.asked, Duration::from_secs(u64::MAX));
@@ -251,7 +262,7 @@ mod tests {
     fn limits_not_respected_never_hold() {
         let limits = Limits::new(false, None, DEFAULT_MAX_HOLD);
         let now = Instant::now();
-        limits.observe(now, Seen::Refused(&over_quota(429, 10)));
+        limits.observe(now, Seen::Refused(&over_quota(429, 10), 0));
         limits.observe(
             now,
             Seen::Answer {
@@ -268,9 +279,15 @@ mod tests {
         let refusal = Refusal::new(Cause::EngineOutOfCredit, "r", "X_TOKEN", None)
             .with_status(429)
             .with_retry_after(Duration::from_secs(10));
-        limits.observe(now, Seen::Refused(&refusal));
+        limits.observe(now, Seen::Refused(&refusal, 0));
         assert!(limits.hold(now).is_none());
-        assert!(limits.latched(now).is_some());
-        assert!(limits.latched(now + Duration::from_secs(6)).is_none());
+        assert!(limits.latched(now, 0).is_some());
+        assert!(limits.latched(now + Duration::from_secs(6), 0).is_none());
+        limits.observe(now, Seen::Refused(&refusal, 0));
+        assert!(
+            limits.latched(now, 1).is_none(),
+            "a new token clears the latch"
+        );
+        assert!(limits.latched(now, 0).is_none(), "and it stays cleared");
     }
 }

@@ -206,7 +206,13 @@ impl Naming {
                 });
             }
         }
-        if let Some(shared) = address.iter().find(|name| token.contains(name)) {
+        // A token variable's `_FILE` twin names the token's file: it is the
+        // token chain's too.
+        let twins: Vec<String> = token.iter().map(|name| format!("{name}_FILE")).collect();
+        if let Some(shared) = address
+            .iter()
+            .find(|name| token.contains(name) || twins.contains(name))
+        {
             return Err(NamingError::SharedVariable {
                 variable: shared.clone(),
             });
@@ -391,19 +397,66 @@ impl TokenChain {
         &self.0.variables
     }
 
-    /// The token held by the first non-blank variable in the chain.
+    /// The token of the first variable in the chain that holds one: the
+    /// variable itself, or its `_FILE` twin, which names a file holding
+    /// it (as Docker secrets and Kubernetes projected tokens are handed
+    /// out).
     ///
-    /// `Ok(None)` when every variable is unset or blank; an error, naming the
-    /// variable but never the value, when the winning value cannot be sent as
-    /// a header value.
-    pub(crate) fn resolve(&self, env: &Env) -> Result<Option<Token>, UnusableToken> {
-        match self.0.first(env) {
-            None => Ok(None),
-            Some((source, value)) => {
-                Token::new(value, Origin::Variable(source.to_owned())).map(Some)
+    /// `Ok(None)` when every variable and twin is unset or blank; an error,
+    /// naming the variable but never the value, when the winning value
+    /// cannot be sent as a header value, or when a variable and its twin
+    /// are both set.
+    pub(crate) fn resolve(&self, env: &Env) -> Result<Option<TokenSpec>, TokenChainError> {
+        let value_of = |name: &str| {
+            env.get(name)
+                .map(str::trim)
+                .filter(|value| !value.is_empty())
+        };
+        for name in &self.0.variables {
+            let twin = format!("{name}_FILE");
+            match (value_of(name), value_of(&twin)) {
+                (Some(_), Some(_)) => {
+                    return Err(TokenChainError::Both {
+                        variable: name.clone(),
+                        twin,
+                    });
+                }
+                (Some(value), None) => {
+                    return Token::new(value, Origin::Variable(name.clone()))
+                        .map(|token| Some(TokenSpec::Value(token)))
+                        .map_err(TokenChainError::Unusable);
+                }
+                (None, Some(path)) => {
+                    return Ok(Some(TokenSpec::File {
+                        path: path.to_owned(),
+                        origin: Origin::File {
+                            path: path.to_owned(),
+                            variable: Some(twin.clone()),
+                            twin,
+                        },
+                    }));
+                }
+                (None, None) => {}
             }
         }
+        Ok(None)
     }
+}
+
+/// Where a token chain found its token: a value, or a file that holds it.
+#[derive(Debug)]
+pub(crate) enum TokenSpec {
+    Value(Token),
+    File { path: String, origin: Origin },
+}
+
+/// Why a token chain has no token a send can use.
+#[derive(Debug)]
+pub(crate) enum TokenChainError {
+    /// The winning value cannot be a header value.
+    Unusable(UnusableToken),
+    /// A variable and its `_FILE` twin are both set.
+    Both { variable: String, twin: String },
 }
 
 #[cfg(test)]
@@ -459,15 +512,46 @@ mod tests {
     fn a_token_chain_yields_a_token_or_says_which_variable_is_unusable() {
         let chain = Naming::default().token_chain("acme");
         let env = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN", "mw-0123456789")]);
-        let token = chain.resolve(&env).expect("usable").expect("present");
+        let Some(TokenSpec::Value(token)) = chain.resolve(&env).expect("usable") else {
+            panic!("a token's value");
+        };
         assert_eq!(
             token.origin(),
             &Origin::Variable("CHANT_BEHAVIOUR_TOKEN".to_owned())
         );
         let broken = Env::from_pairs([("CHANT_BEHAVIOUR_TOKEN_ACME", "mw-01\n23")]);
-        let err = chain.resolve(&broken).expect_err("unusable");
+        let Err(TokenChainError::Unusable(err)) = chain.resolve(&broken) else {
+            panic!("unusable");
+        };
         assert_eq!(err.origin().variable(), Some("CHANT_BEHAVIOUR_TOKEN_ACME"));
         assert!(chain.resolve(&Env::new()).expect("no error").is_none());
+    }
+
+    #[test]
+    fn each_token_variable_has_a_file_twin_and_both_set_is_refused() {
+        let chain = Naming::default().token_chain("acme");
+        // The scope's own twin wins over the prefix's value: most specific
+        // first, a variable and its twin side by side.
+        let env = Env::from_pairs([
+            ("CHANT_BEHAVIOUR_TOKEN_ACME_FILE", " /run/secrets/engine \n"),
+            ("CHANT_BEHAVIOUR_TOKEN", "mw-0123456789"),
+        ]);
+        let Some(TokenSpec::File { path, origin }) = chain.resolve(&env).expect("usable") else {
+            panic!("a file");
+        };
+        assert_eq!(path, "/run/secrets/engine");
+        assert_eq!(origin.variable(), Some("CHANT_BEHAVIOUR_TOKEN_ACME_FILE"));
+        let both = Env::from_pairs([
+            ("CHANT_BEHAVIOUR_TOKEN", "mw-0123456789"),
+            ("CHANT_BEHAVIOUR_TOKEN_FILE", "/run/secrets/engine"),
+        ]);
+        let Err(TokenChainError::Both { variable, twin }) = chain.resolve(&both) else {
+            panic!("both set");
+        };
+        assert_eq!(
+            (variable.as_str(), twin.as_str()),
+            ("CHANT_BEHAVIOUR_TOKEN", "CHANT_BEHAVIOUR_TOKEN_FILE")
+        );
     }
 
     #[test]
@@ -530,9 +614,11 @@ mod tests {
             if let Ok(naming) = Naming::new(&prefix, &stem) {
                 let addresses = naming.address_chain(&scope);
                 let tokens = naming.token_chain(&scope);
+                let twins: Vec<String> =
+                    tokens.variables().iter().map(|name| format!("{name}_FILE")).collect();
                 for variable in addresses.variables() {
                     prop_assert!(
-                        !tokens.variables().contains(variable),
+                        !tokens.variables().contains(variable) && !twins.contains(variable),
                         "{variable} is in both chains of ({prefix}, {stem}) for scope {scope:?}"
                     );
                 }

@@ -18,6 +18,16 @@ pub(crate) enum Origin {
         method: &'static str,
         variable: String,
     },
+    /// Read from the file at `path` (a token that rotates), which the
+    /// variable `variable` named (the `_FILE` twin of a token variable), or
+    /// which was given in code to `HttpTransportBuilder::token_file` when
+    /// `variable` is `None`; `twin` is the `_FILE` variable an operator
+    /// would set instead.
+    File {
+        path: String,
+        variable: Option<String>,
+        twin: String,
+    },
 }
 
 impl Origin {
@@ -26,7 +36,11 @@ impl Origin {
     pub(crate) fn variable(&self) -> Option<&str> {
         match self {
             Origin::Variable(name) => Some(name),
-            Origin::Code { .. } => None,
+            Origin::File {
+                variable: Some(name),
+                ..
+            } => Some(name),
+            Origin::Code { .. } | Origin::File { variable: None, .. } => None,
         }
     }
 }

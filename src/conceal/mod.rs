@@ -43,6 +43,9 @@ use shapes::scrub_shapes;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use secrecy::{ExposeSecret, SecretString};
 use survey::survey;
 use views::{Families, View, lenient_differs};
 use windows::windows;
@@ -64,12 +67,20 @@ pub const REDACTED: &str = "[redacted]";
 /// holds one of the credential markers, in any case, with `-` read as `_`
 /// (so the flag `--api-key` counts like the variable `API_KEY`).
 ///
+/// A name that ends in `_FILE` names a file, not a secret (the `_FILE`
+/// twins of the token variables): its value is a path.
+///
 /// `AUTH` counts only as a whole word of the name (`BASIC_AUTH`,
 /// `AUTH_HEADER`, `OAUTH_CODE`, `AUTHORIZATION`): as a bare substring it
 /// would take `GIT_AUTHOR_NAME`, and every answer naming the author would
 /// lose the name.
 pub(crate) fn is_credential_name(name: &str) -> bool {
     let name = name.to_ascii_uppercase().replace('-', "_");
+    // `CHANT_BEHAVIOUR_TOKEN_FILE` holds a path, not a secret: the file's
+    // content is concealed when it is read, and a refusal names the path.
+    if name.ends_with("_FILE") {
+        return false;
+    }
     CREDENTIAL_MARKERS
         .iter()
         .any(|marker| name.contains(marker))
@@ -119,7 +130,10 @@ const CREDENTIAL_MARKERS: [&str; 10] = [
 /// ```
 #[derive(Clone)]
 pub struct Concealer {
-    inner: Arc<Inner>,
+    /// Shared by every clone, and swapped whole when the concealer learns
+    /// a secret (a token file that rotated): a reader loads it without a
+    /// lock, and every clone conceals every secret learned since.
+    inner: Arc<ArcSwap<Inner>>,
 }
 
 /// What every clone of a concealer shares.
@@ -127,6 +141,25 @@ struct Inner {
     /// How many distinct secrets are concealed; all `Debug` may reveal.
     secrets: usize,
     matcher: Matcher,
+    /// The secrets themselves, for a concealer that learns one more.
+    sources: Vec<SecretString>,
+}
+
+impl Inner {
+    fn build(mut secrets: Vec<&str>) -> Inner {
+        secrets.sort_unstable();
+        secrets.dedup();
+        let matcher = if secrets.is_empty() {
+            Matcher::Nothing
+        } else {
+            compile(&secrets)
+        };
+        Inner {
+            secrets: secrets.len(),
+            matcher,
+            sources: secrets.into_iter().map(SecretString::from).collect(),
+        }
+    }
 }
 
 /// The parts of each secret that are at least `min_chars` long: cut at
@@ -229,20 +262,44 @@ impl Concealer {
         Concealer::build(all)
     }
 
-    fn build(mut secrets: Vec<&str>) -> Concealer {
-        secrets.sort_unstable();
-        secrets.dedup();
-        let matcher = if secrets.is_empty() {
-            Matcher::Nothing
-        } else {
-            compile(&secrets)
-        };
+    fn build(secrets: Vec<&str>) -> Concealer {
         Concealer {
-            inner: Arc::new(Inner {
-                secrets: secrets.len(),
-                matcher,
-            }),
+            inner: Arc::new(ArcSwap::from_pointee(Inner::build(secrets))),
         }
+    }
+
+    /// Conceals `secret` too, from now on, in this concealer and every
+    /// clone of it, besides every secret it knew: a token read from a file
+    /// that rotates joins the tokens read before it, so an answer that
+    /// echoes the old one after the switch is concealed as well.
+    pub(crate) fn learn(&self, secret: &str) {
+        let parts: Vec<&str> = parts_of([secret], MIN_SECRET_CHARS, false).collect();
+        if parts.is_empty() {
+            return;
+        }
+        self.inner.rcu(|inner| {
+            let known = |part: &&str| inner.sources.iter().any(|s| s.expose_secret() == *part);
+            if parts.iter().all(known) {
+                return Arc::clone(inner);
+            }
+            let mut all: Vec<&str> = inner.sources.iter().map(|s| s.expose_secret()).collect();
+            all.extend(parts.iter().copied());
+            Arc::new(Inner::build(all))
+        });
+    }
+
+    /// A concealer of the secrets this one knows now, which learns no
+    /// more: what a stream conceals with, so that every piece of it is
+    /// concealed the same way.
+    pub(crate) fn snapshot(&self) -> Concealer {
+        Concealer {
+            inner: Arc::new(ArcSwap::new(self.inner.load_full())),
+        }
+    }
+
+    /// The state every method reads, loaded once per call.
+    fn state(&self) -> arc_swap::Guard<Arc<Inner>> {
+        self.inner.load()
     }
 
     /// The text with every secret, in every encoded form, replaced by
@@ -305,7 +362,8 @@ impl Concealer {
     }
 
     fn spans_by(&self, text: &str, decoding: Decoding) -> Vec<(usize, usize)> {
-        let search = match &self.inner.matcher {
+        let inner = self.state();
+        let search = match &inner.matcher {
             Matcher::Nothing => return Vec::new(),
             Matcher::FailClosed if text.is_empty() => return Vec::new(),
             Matcher::FailClosed => return vec![(0, text.len())],
@@ -388,7 +446,7 @@ impl Concealer {
     /// assert!(!Concealer::new(["abcd"]).is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.inner.secrets == 0
+        self.state().secrets == 0
     }
 }
 
@@ -476,7 +534,7 @@ fn scan_joined(search: &Search, hay: &[u8], escaped: bool, map: &dyn SourceMap, 
 impl fmt::Debug for Concealer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Concealer")
-            .field("secrets", &self.inner.secrets)
+            .field("secrets", &self.state().secrets)
             .finish()
     }
 }

@@ -81,7 +81,7 @@ impl Concealer {
     /// [`radius`] the concealment of a byte can depend on, so that a
     /// stream settles a stretch with no barrier a radius at a time.
     pub(crate) fn reach(&self) -> usize {
-        match &self.inner.matcher {
+        match &self.state().matcher {
             Matcher::Automaton(search) => 2 * radius(search),
             Matcher::Nothing | Matcher::FailClosed => 0,
         }
@@ -90,7 +90,8 @@ impl Concealer {
     /// A stream that conceals a text arriving in pieces exactly as
     /// [`Concealer::conceal`] conceals it whole.
     pub(crate) fn stream(&self) -> ConcealStream {
-        ConcealStream::new(self.clone())
+        // The secrets known now: a stream conceals every piece the same way.
+        ConcealStream::new(self.snapshot())
     }
 }
 
@@ -140,7 +141,9 @@ impl ConcealStream {
     /// joins characters split across network pieces) and appends to `out`
     /// the concealed text that can be released now.
     pub(crate) fn push(&mut self, piece: &str, out: &mut String) {
-        let search = match &self.concealer.inner.matcher {
+        // The stream's concealer is a snapshot: this is the state it had.
+        let state = self.concealer.inner.load_full();
+        let search = match &state.matcher {
             Matcher::Nothing => return out.push_str(piece),
             Matcher::FailClosed => return self.fail_closed(piece, out),
             Matcher::Automaton(search) => search,
@@ -161,7 +164,7 @@ impl ConcealStream {
 
     /// The text has ended: appends everything still held.
     pub(crate) fn finish(&mut self, out: &mut String) {
-        if matches!(self.concealer.inner.matcher, Matcher::Automaton(_)) {
+        if matches!(self.concealer.state().matcher, Matcher::Automaton(_)) {
             self.settle(self.buf.len(), self.buf.len(), out);
         }
         *self = ConcealStream::new(self.concealer.clone());

@@ -5,12 +5,13 @@
 //! Each costs no request: a missing token must never reach the engine, and
 //! a token with a line break must never reach a socket.
 
-use super::site::{scope_phrase, seal, shown_address, shown_host};
+use super::site::{Site, scope_phrase, seal, shown_address, shown_host};
 use crate::address::{Address, AddressError};
 use crate::conceal::Concealer;
 use crate::naming::Naming;
 use crate::refusal::{Cause, Refusal};
 use crate::token::UnusableToken;
+use crate::token::file::FileProblem;
 
 /// No address given in code, and no variable of the address chain holds
 /// one.
@@ -165,4 +166,51 @@ fn scoped(variables: &[String], named: &str) -> String {
         Some(first) if first != named => format!(", or {first} for this scope alone"),
         _ => String::new(),
     }
+}
+
+/// A token variable and its `_FILE` twin are both set: which one holds the
+/// token is a guess the transport does not make.
+pub(crate) fn both_token_and_file(
+    scope: &str,
+    address: &Address,
+    variable: &str,
+    twin: &str,
+    concealer: &Concealer,
+) -> Refusal {
+    let shown = shown_address(&address.to_string(), concealer);
+    seal(
+        concealer,
+        Refusal::new(
+            Cause::NoEngine,
+            format!(
+                "{}: engine at {shown} ({}): both {variable} and {twin} are set, so which one holds the token is unknown; nothing was sent",
+                scope_phrase(scope),
+                address.origin().provenance(),
+            ),
+            format!(
+                "set one of the two: {variable} to the token itself, or {twin} to the path of a file that holds it, and unset the other"
+            ),
+            Some(variable.to_owned()),
+        )
+        .with_engine(shown_host(&address.host(), concealer)),
+    )
+}
+
+/// No good token was ever read from the token file: what was wrong with it
+/// (never its content), and which file to fix.
+pub(crate) fn unreadable_token_file(site: &Site, path: &str, problem: &FileProblem) -> Refusal {
+    let origin = site.token();
+    site.seal(Refusal::new(
+        Cause::NoEngine,
+        format!(
+            "{}: the token file {path} {}, and no token was read from it before; nothing was sent",
+            site.subject(),
+            problem.describe()
+        ),
+        origin.set_phrase(&format!(
+            "the bearer token the engine at {} issued",
+            site.host()
+        )),
+        site.token_variable(),
+    ))
 }

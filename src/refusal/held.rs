@@ -36,6 +36,8 @@ pub(crate) struct Latched {
     pub(crate) until: Instant,
     pub(crate) at: SystemTime,
     pub(crate) refusal: Refusal,
+    /// Which token the engine judged (see `token::file`).
+    pub(crate) generation: u64,
 }
 
 /// A send before the engine's window ends: held, not sent.

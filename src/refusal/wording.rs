@@ -15,6 +15,10 @@ impl Origin {
         match self {
             Origin::Variable(name) => format!("from {name}"),
             Origin::Code { .. } => "given in code".to_owned(),
+            Origin::File { path, variable, .. } => match variable {
+                Some(name) => format!("from the file {path}, named by {name}"),
+                None => format!("from the file {path}, given in code"),
+            },
         }
     }
 
@@ -24,6 +28,10 @@ impl Origin {
         match self {
             Origin::Variable(name) => format!("{noun} held in {name}"),
             Origin::Code { .. } => format!("{noun} given in code"),
+            Origin::File { path, variable, .. } => match variable {
+                Some(name) => format!("{noun} in the file {path} (named by {name})"),
+                None => format!("{noun} in the file {path} (given in code)"),
+            },
         }
     }
 
@@ -35,6 +43,16 @@ impl Origin {
             Origin::Code { method, variable } => {
                 format!("HttpTransportBuilder::{method} (given in code, in place of {variable})")
             }
+            Origin::File {
+                path,
+                variable,
+                twin,
+            } => match variable {
+                Some(name) => format!("the file {path} (named by {name})"),
+                None => format!(
+                    "the file {path} (given to HttpTransportBuilder::token_file, in place of {twin})"
+                ),
+            },
         }
     }
 
@@ -47,6 +65,18 @@ impl Origin {
             Origin::Code { method, variable } => format!(
                 "pass {what} to HttpTransportBuilder::{method} (or set {variable} to it and pass none in code)"
             ),
+            Origin::File {
+                path,
+                variable,
+                twin,
+            } => match variable {
+                Some(name) => format!(
+                    "put {what} in the file {path} (which {name} names), or set {name} to a file that holds it"
+                ),
+                None => format!(
+                    "put {what} in the file {path} given to HttpTransportBuilder::token_file (or set {twin} to a file that holds it and pass none in code)"
+                ),
+            },
         }
     }
 }
@@ -54,6 +84,24 @@ impl Origin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_origin_names_the_path_and_its_variable() {
+        let origin = Origin::File {
+            path: "/run/secrets/engine".to_owned(),
+            variable: Some("CHANT_BEHAVIOUR_TOKEN_FILE".to_owned()),
+            twin: "CHANT_BEHAVIOUR_TOKEN_FILE".to_owned(),
+        };
+        assert_eq!(origin.variable(), Some("CHANT_BEHAVIOUR_TOKEN_FILE"));
+        let held = origin.holding("the token");
+        assert!(held.contains("/run/secrets/engine"), "{held}");
+        assert!(held.contains("CHANT_BEHAVIOUR_TOKEN_FILE"), "{held}");
+        let set = origin.set_phrase("a token the engine accepts");
+        assert!(
+            set.starts_with("put a token the engine accepts in the file /run/secrets/engine"),
+            "{set}"
+        );
+    }
 
     #[test]
     fn a_code_origin_names_the_method_and_the_variable() {

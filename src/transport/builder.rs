@@ -8,6 +8,7 @@
 //! refusal without contacting anything.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,12 +19,15 @@ use super::handle::{HttpTransport, Inner, Shown};
 use super::headers::{header_map, shown_name};
 use super::{DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, USER_AGENT};
 
+/// How often a token file is read again when nothing says sooner.
+const DEFAULT_TOKEN_FILE_INTERVAL: Duration = Duration::from_secs(60);
+
 /// A stream's idle timer when none is set.
 const DEFAULT_IDLE: Duration = Duration::from_secs(30);
 
 /// A stream's deadline when none is set.
 const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
-use crate::config::{self, InCode};
+use crate::config::{self, InCode, InCodeToken};
 use crate::env::Env;
 use crate::limits::{DEFAULT_MAX_HOLD, Limits};
 use crate::meter::Meter;
@@ -100,7 +104,8 @@ pub struct HttpTransportBuilder {
     naming: Naming,
     env: Option<Env>,
     address: Option<String>,
-    token: Option<SecretString>,
+    token: Option<InCodeToken>,
+    token_file_interval: Duration,
     headers: Vec<(String, String)>,
     deadline: Duration,
     max_answer_bytes: u64,
@@ -135,7 +140,15 @@ impl fmt::Debug for HttpTransportBuilder {
                 "address",
                 &self.address.as_deref().map(crate::address::redact_address),
             )
-            .field("token", &self.token.as_ref().map(|_| "given in code"))
+            .field(
+                "token",
+                &self.token.as_ref().map(|token| match token {
+                    InCodeToken::Value(_) => "given in code".to_owned(),
+                    InCodeToken::File(path) => {
+                        format!("in the file {} given in code", path.display())
+                    }
+                }),
+            )
             .field("headers", &names)
             .field("deadline", &self.deadline)
             .field("max_answer_bytes", &self.max_answer_bytes)
@@ -167,8 +180,30 @@ impl HttpTransportBuilder {
 
     /// The bearer token, given in code: it wins over the token chain and is
     /// checked exactly like a chain's value (visible ASCII, no line breaks).
+    /// It replaces a [`token_file`](Self::token_file) given before.
     pub fn token(mut self, token: SecretString) -> Self {
-        self.token = Some(token);
+        self.token = Some(InCodeToken::Value(token));
+        self
+    }
+
+    /// The bearer token is in the file at `path`, which may be replaced
+    /// while the transport runs (a Kubernetes projected token, a Vault agent
+    /// sink, a Docker secret): it wins over the token chain, its content is
+    /// trimmed and checked like any token, and it is read again, through its
+    /// path, at most once a [`token_file_interval`](Self::token_file_interval)
+    /// and at the first send after the engine rejects the token. A read
+    /// that fails keeps the last good token. It replaces a
+    /// [`token`](Self::token) given before. The chain's variables have file
+    /// twins too: `CHANT_BEHAVIOUR_TOKEN_FILE` beside `CHANT_BEHAVIOUR_TOKEN`.
+    pub fn token_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.token = Some(InCodeToken::File(path.into()));
+        self
+    }
+
+    /// How often a token file is read again, at most: a minute when not
+    /// set. A send after the engine rejected the token reads it at once.
+    pub fn token_file_interval(mut self, interval: Duration) -> Self {
+        self.token_file_interval = interval;
         self
     }
 
@@ -357,6 +392,7 @@ impl HttpTransportBuilder {
             address: self.address,
             token: self.token,
             proxy: self.proxy,
+            file_interval: self.token_file_interval,
         };
         let settled = config::settle(
             &self.naming,
@@ -403,6 +439,7 @@ impl HttpTransport {
             env: None,
             address: None,
             token: None,
+            token_file_interval: DEFAULT_TOKEN_FILE_INTERVAL,
             headers: Vec::new(),
             deadline: DEFAULT_DEADLINE,
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,

@@ -25,9 +25,10 @@ use crate::limits::{Gate, Seen};
 use crate::refusal::Refusal;
 use crate::refusal::failure::{Failure, classify, refusal_for_failure};
 use crate::refusal::site::Site;
-use crate::refusal::{held, history};
+use crate::refusal::{before_send, held, history};
 use crate::retry::{self, Retry};
 use crate::stream::{AnswerStream, Ending, Timers};
+use crate::token::file::TokenFile;
 
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.
@@ -282,7 +283,16 @@ impl HttpTransport {
         };
         let site = &target.site;
         let limits = &self.inner.limits;
-        if let Some(latched) = limits.latched(Instant::now()) {
+        let concealer = &self.inner.concealer;
+        let mut token = match target.token.current(Instant::now(), concealer) {
+            Ok(token) => token,
+            Err(problem) => {
+                let path = target.token.file().map(TokenFile::path).unwrap_or_default();
+                let refusal = before_send::unreadable_token_file(site, &path, &problem);
+                return (Err(refusal), Reach::Unsent);
+            }
+        };
+        if let Some(latched) = limits.latched(Instant::now(), token.generation) {
             return (
                 Err(held::latched(site, &latched, Instant::now())),
                 Reach::Held,
@@ -297,7 +307,9 @@ impl HttpTransport {
         if let Some(key) = key_text {
             span.record("idempotency_key", key);
         }
-        let headers = self.request_headers(target, options.extra, key.as_ref());
+        let headers = self.request_headers(options.extra, key.as_ref());
+        // A token a file replaced after the engine rejected it is tried once.
+        let mut rotated = false;
 
         let mut history: Vec<String> = Vec::new();
         let mut attempt = 0;
@@ -321,8 +333,10 @@ impl HttpTransport {
             }
             attempt += 1;
             self.inner.meter.attempt(body.len());
+            let mut with_token = headers.clone();
+            with_token.insert(AUTHORIZATION, token.header.clone());
             let sent = self
-                .attempt(post, read, target, body.clone(), headers.clone(), deadline)
+                .attempt(post, read, target, body.clone(), with_token, deadline)
                 .await;
             let now = Instant::now();
             match sent {
@@ -349,7 +363,24 @@ impl HttpTransport {
                     } = missed;
                     tracing::debug!(attempt, status = refusal.status(), what = %short, "refused");
                     history.push(short);
-                    limits.observe(now, Seen::Refused(&refusal));
+                    limits.observe(now, Seen::Refused(&refusal, token.generation));
+                    // The engine rejected a token its file has since
+                    // replaced: the send goes once more, with the new one
+                    // (a rejected token is not billed), whatever the policy.
+                    let rejected = matches!(refusal.status(), Some(401 | 403))
+                        && refusal.cause() == crate::refusal::Cause::NoEngine;
+                    if rejected
+                        && !rotated
+                        && let Some(new) = target.token.replaced(token.generation, now, concealer)
+                    {
+                        tracing::debug!(
+                            attempt,
+                            "the token file holds a new token; once more with it"
+                        );
+                        rotated = true;
+                        token = new;
+                        continue;
+                    }
                     let wait = match retry::decide(outcome, key.is_some(), policy.waits_for()) {
                         Retry::No => None,
                         Retry::After(hint) => Some(hint),
@@ -377,14 +408,9 @@ impl HttpTransport {
     }
 
     /// The headers of every attempt of one send: the transport's and the
-    /// call's own, the idempotency key, and the token last, so nothing a
-    /// caller gave can stand in for it.
-    fn request_headers(
-        &self,
-        target: &Target,
-        extra: HeaderMap,
-        key: Option<&IdempotencyKey>,
-    ) -> HeaderMap {
+    /// call's own, and the idempotency key; the token is set last on each
+    /// attempt, so nothing a caller gave can stand in for it.
+    fn request_headers(&self, extra: HeaderMap, key: Option<&IdempotencyKey>) -> HeaderMap {
         let mut headers = HeaderMap::with_capacity(5 + self.inner.headers.len() + extra.len());
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -394,7 +420,6 @@ impl HttpTransport {
         if let Some(key) = key {
             key.apply(&mut headers);
         }
-        headers.insert(AUTHORIZATION, target.authorization.clone());
         headers
     }
 

@@ -1,13 +1,13 @@
-//! The bearer token, and the one place its value leaves its wrapper.
+//! The bearer token, and the one file its value leaves its wrapper in.
 //!
 //! The token is the one secret the crate holds: anyone who reads it can spend
 //! the account it names. It lives in a [`secrecy::SecretString`], its `Debug`
-//! prints only the variable it came from, and [`Token::arm`] is the single
-//! function that calls `expose_secret()` (besides `from_secret`, which
-//! only checks it): it turns the value into the
-//! `authorization` header (marked sensitive, so HTTP/2 never indexes it and
-//! debug output hides it) and into the [`Concealer`] that removes it from
-//! everything the crate prints.
+//! prints only the variable it came from, and only this file calls
+//! `expose_secret()`: to check it, to compare two tokens a file held, and
+//! to turn it into the `authorization` header (marked sensitive, so HTTP/2
+//! never indexes it and debug output hides it) and into the [`Concealer`]
+//! that removes it from everything the crate prints. `file.rs` keeps a
+//! token that comes from a file that rotates.
 //!
 //! A value that is not visible ASCII is refused by name before anything is
 //! sent: a line break in a header value is how a header is smuggled into a
@@ -19,6 +19,8 @@ use std::fmt;
 
 use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
+
+pub(crate) mod file;
 
 use crate::conceal::Concealer;
 use crate::env::Env;
@@ -96,17 +98,34 @@ impl Token {
         &self.origin
     }
 
-    /// The one place the value is exposed: it becomes the sensitive
-    /// `authorization` header and the concealer that removes it (and the
-    /// credential-shaped values of `env`) from every outward string.
+    /// The token as the sensitive `authorization` header, and the
+    /// concealer that removes it (and the credential-shaped values of
+    /// `env`) from every outward string.
     pub(crate) fn arm(&self, env: &Env) -> (HeaderValue, Concealer) {
+        let value = self.value.expose_secret();
+        (self.header(), Concealer::with_env([value], env))
+    }
+
+    /// The sensitive `authorization: Bearer <token>` header.
+    pub(crate) fn header(&self) -> HeaderValue {
         let value = self.value.expose_secret();
         // `new` admitted visible ASCII only, which is always a valid header
         // value; the fallback keeps this total without a panic path.
         let mut header = HeaderValue::from_str(&format!("Bearer {value}"))
             .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
         header.set_sensitive(true);
-        (header, Concealer::with_env([value], env))
+        header
+    }
+
+    /// Teaches `concealer` this token as well as those it knew: a token
+    /// read from a file that rotates joins the ones before it.
+    pub(crate) fn conceal_in(&self, concealer: &Concealer) {
+        concealer.learn(self.value.expose_secret());
+    }
+
+    /// Whether `other` is the same token.
+    pub(crate) fn same_value(&self, other: &Token) -> bool {
+        self.value.expose_secret() == other.value.expose_secret()
     }
 }
 
