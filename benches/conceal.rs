@@ -28,6 +28,15 @@
 //! same answer echoing a random secret of that length costs, and the ratio
 //! table says by how much it differs.
 //!
+//! The `stream` group conceals the same texts in 16 KiB pieces through the
+//! crate's `ConcealStream`, as the transport does while an answer arrives,
+//! and the ratio table says what that costs against concealing each whole.
+//! The stream is the crate's own, reached through the fuzzing shim, so the
+//! group is built only with `--cfg fuzzing`:
+//! `RUSTFLAGS="--cfg fuzzing" CARGO_TARGET_DIR=target/fuzzing cargo bench
+//! --bench conceal -- stream` (its own target directory, since the flag
+//! rebuilds every dependency).
+//!
 //! `cargo bench --bench conceal` runs criterion's groups, then prints a ratio
 //! table from its own interleaved medians, so each ratio compares runs taken
 //! moments apart. With a filter (`cargo bench --bench conceal -- build`) only
@@ -352,6 +361,88 @@ fn secret_ratio() {
     );
 }
 
+/// How long the pieces of the `stream` group are: what one read of an
+/// answer's body brings.
+#[cfg(fuzzing)]
+const PIECE: usize = 16 * KIB;
+
+/// `text` in pieces of [`PIECE`] bytes (ASCII, so any cut is a boundary).
+#[cfg(fuzzing)]
+fn pieces(text: &str) -> Vec<&str> {
+    text.as_bytes()
+        .chunks(PIECE)
+        .map(|piece| std::str::from_utf8(piece).unwrap_or_default())
+        .collect()
+}
+
+#[cfg(fuzzing)]
+fn stream_group(criterion: &mut Criterion, texts: &[(&Kind, Vec<String>)]) {
+    let concealer = Concealer::new([TOKEN]);
+    for (kind, sized) in texts {
+        let mut group = criterion.benchmark_group(format!("stream/{}", kind.name));
+        group
+            .sampling_mode(SamplingMode::Flat)
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1));
+        for (size, text) in sizes().iter().zip(sized) {
+            group.throughput(Throughput::Bytes(*size as u64));
+            let pieces = pieces(text);
+            group.bench_with_input(BenchmarkId::new("pieces", label(*size)), &pieces, |b, p| {
+                b.iter(|| {
+                    meterwire::fuzzing::conceal_in_pieces(&concealer, black_box(p))
+                        .0
+                        .len()
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+/// Whole-text concealment against the stream's, interleaved, per text: the
+/// two outputs are the same (checked), so the ratio is the stream's cost.
+#[cfg(fuzzing)]
+fn stream_ratio(texts: &[(&Kind, Vec<String>)]) {
+    let concealer = Concealer::new([TOKEN]);
+    println!();
+    println!(
+        "stream: {} KiB pieces against the whole text (medians, ms)",
+        PIECE / KIB
+    );
+    println!(
+        "{:<14} {:>6} {:>9} {:>9} {:>8}",
+        "text", "size", "whole", "stream", "ratio"
+    );
+    for (kind, sized) in texts {
+        for (size, text) in sizes().iter().zip(sized) {
+            let pieces = pieces(text);
+            let streamed = meterwire::fuzzing::conceal_in_pieces(&concealer, &pieces).0;
+            assert_eq!(streamed, concealer.conceal(text), "{}", kind.name);
+            let rounds = if *size >= 16 * MIB { 5 } else { 11 };
+            let calls = (4 * MIB / text.len()).max(1);
+            let mut samples = [Vec::new(), Vec::new()];
+            for _ in 0..rounds {
+                samples[0].push(per_call(calls, || concealer.conceal(black_box(text)).len()));
+                samples[1].push(per_call(calls, || {
+                    meterwire::fuzzing::conceal_in_pieces(&concealer, black_box(&pieces))
+                        .0
+                        .len()
+                }));
+            }
+            let [whole, stream] = samples.map(median);
+            println!(
+                "{:<14} {:>6} {:>9.3} {:>9.3} {:>7.2}x",
+                kind.name,
+                label(*size),
+                whole * 1e3,
+                stream * 1e3,
+                stream / whole
+            );
+        }
+    }
+}
+
 /// Seconds per call of `f`, timed over `calls` calls.
 fn per_call(calls: usize, mut f: impl FnMut() -> usize) -> f64 {
     let start = Instant::now();
@@ -485,11 +576,17 @@ fn main() {
     build_group(&mut criterion);
     secret_group(&mut criterion);
     criterion_groups(&mut criterion, &texts);
+    #[cfg(fuzzing)]
+    stream_group(&mut criterion, &texts);
     criterion.final_summary();
     if measuring() && filter().is_none_or(|f| f == "ratio") {
         ratio_table(&texts);
     }
     if measuring() && filter().is_none_or(|f| f == "ratio" || f == "secret") {
         secret_ratio();
+    }
+    #[cfg(fuzzing)]
+    if measuring() && filter().is_none_or(|f| f == "ratio" || f == "stream") {
+        stream_ratio(&texts);
     }
 }
