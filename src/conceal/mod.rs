@@ -29,9 +29,6 @@ mod patterns;
 mod positions;
 mod scan;
 mod shapes;
-// Used by the transport's reads of streamed and whole answers, which land
-// apart from the concealer; until then only the tests use it.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod stream;
 mod survey;
 mod views;
@@ -358,7 +355,6 @@ impl Concealer {
 
     /// What [`Concealer::conceal`] replaces in `text`: sorted, disjoint
     /// spans, each one marker.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) fn spans(&self, text: &str) -> Vec<(usize, usize)> {
         self.spans_by(text, Decoding::Windows)
     }

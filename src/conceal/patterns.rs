@@ -197,7 +197,6 @@ pub(super) struct Search {
     /// The bytes in no pattern that are a separator wherever no escape can
     /// hold them (`;`, `{`, `}`, `#`: the body of a reference or of
     /// `\u{…}`): no hit holds one unless an escape ends at it.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) closes: [bool; 256],
     /// Which two bytes stand next to each other in some pattern, one bit
     /// per pair: only a line break between such neighbours can lie inside
