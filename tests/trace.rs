@@ -283,3 +283,44 @@ async fn a_stream_keeps_its_span_open_and_records_events_bytes_and_first_byte() 
     let json = serde_json::to_value(&meter).expect("serializes");
     assert!(json["firstByteMs"]["p50"].is_number(), "{json}");
 }
+
+#[tokio::test]
+async fn a_failed_token_file_read_is_a_warning_naming_the_path_never_the_content() {
+    capture();
+    let scope = "trace-token-file";
+    let dir = std::env::temp_dir().join(format!("meterwire-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp directory");
+    let file = dir.join("token");
+    std::fs::write(&file, TOKEN).expect("write");
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .mount(&server)
+        .await;
+    let transport = builder_for(&server.uri(), scope)
+        .token_file(&file)
+        .token_file_interval(std::time::Duration::ZERO)
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("the file's token");
+    // Torn: half a token and a line break, as a writer that truncates and
+    // rewrites in place leaves it for a moment.
+    std::fs::write(&file, format!("{}\n{}", &TOKEN[..8], &TOKEN[8..])).expect("write");
+    transport
+        .send("{}")
+        .await
+        .expect("the last good token is kept");
+    let _ = std::fs::remove_dir_all(&dir);
+    let all = lines(scope).join("\n");
+    let warnings: Vec<&str> = all
+        .lines()
+        .filter(|line| line.starts_with("event WARN"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{all}");
+    assert!(warnings[0].contains(&file.display().to_string()), "{all}");
+    assert!(warnings[0].contains("line break"), "{all}");
+    assert!(warnings[0].contains("kept=true"), "{all}");
+    assert_no_form(TOKEN, "a trace line", &all);
+    assert!(!all.contains(&TOKEN[..8]), "{all}");
+    assert!(!all.contains(&TOKEN[8..]), "{all}");
+}

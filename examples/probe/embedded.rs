@@ -15,7 +15,7 @@ use bytes::Bytes;
 use meterwire::{Answer, Cause, Env, HttpTransport, Naming, Refusal};
 use serde::Serialize;
 use wiremock::matchers::{any, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::show::{self, Style};
 use crate::stream_engine;
@@ -24,6 +24,9 @@ use crate::{OutcomeJson, Usage, print_json};
 /// The probe's own token, made up for the tour. It holds `/` and `+` so the
 /// engine's JSON-escaped echo of it differs from the raw text.
 pub const TOUR_TOKEN: &str = "mw_embedded/tour+5c1d9e0a7b3f";
+
+/// The token the tour's token file is rotated to, mid-send.
+pub const ROTATED_TOKEN: &str = "mw_embedded/rotated+9e2b7a4c0d1f";
 
 /// The deadline of every row but the deadline's own: the engine is local.
 const ROW_DEADLINE: Duration = Duration::from_secs(5);
@@ -140,7 +143,12 @@ pub async fn tour(
 ) -> Result<ExitCode, Usage> {
     let engine = MockServer::start().await;
     let elsewhere = MockServer::start().await;
-    stage_engine(&engine, &elsewhere).await;
+    let files = TokenFiles::new().map_err(|error| {
+        Usage(format!(
+            "--embedded: no temporary directory for the token-file rows ({error})"
+        ))
+    })?;
+    stage_engine(&engine, &elsewhere, &files).await;
 
     let at = |route: &str| format!("{}/{route}", engine.uri());
     let engine_var = naming.engine_variable();
@@ -151,6 +159,10 @@ pub async fn tour(
         if let Some(token) = token {
             env.set(token_var.as_str(), token);
         }
+        env
+    };
+    let with_file = |mut env: Env, file: &std::path::Path| {
+        env.set(format!("{token_var}_FILE"), file.display().to_string());
         env
     };
     let stage = |row, wire: &str, expected, env| Stage {
@@ -286,6 +298,24 @@ pub async fn tour(
             Env::from_pairs([(token_var.as_str(), TOUR_TOKEN)]),
         ),
         offline("no token", Cause::NoEngine, pairs(&at("answer"), None)),
+        stage(
+            "token from a file",
+            &format!("HTTP 200, the token in {token_var}_FILE"),
+            None,
+            with_file(pairs(&at("answer"), None), &files.token),
+        ),
+        stage(
+            "token file rotated",
+            "HTTP 401 to the old token, the file replaced meanwhile; HTTP 200 to the new",
+            None,
+            with_file(pairs(&at("rotated"), None), &files.rotating),
+        ),
+        stage(
+            "token file missing",
+            "nothing sent",
+            Some(Cause::NoEngine),
+            with_file(pairs(&at("answer"), None), &files.missing),
+        ),
         offline(
             "unusable token",
             Cause::NoEngine,
@@ -432,9 +462,72 @@ pub async fn tour(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The token files of the tour's token-file rows, in a directory of the
+/// probe's own that goes when the tour ends.
+struct TokenFiles {
+    dir: std::path::PathBuf,
+    /// Holds the tour's token, with the newline an editor leaves.
+    token: std::path::PathBuf,
+    /// Holds the tour's token until the engine rotates it mid-send.
+    rotating: std::path::PathBuf,
+    /// Never written.
+    missing: std::path::PathBuf,
+}
+
+impl TokenFiles {
+    fn new() -> std::io::Result<TokenFiles> {
+        let dir = std::env::temp_dir().join(format!("meterwire-tour-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let files = TokenFiles {
+            token: dir.join("token"),
+            rotating: dir.join("rotating"),
+            missing: dir.join("missing"),
+            dir,
+        };
+        std::fs::write(&files.token, format!("{TOUR_TOKEN}\n"))?;
+        std::fs::write(&files.rotating, format!("{TOUR_TOKEN}\n"))?;
+        Ok(files)
+    }
+}
+
+impl Drop for TokenFiles {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The rotated row's engine: it takes only [`ROTATED_TOKEN`], and a
+/// request with any other rotates the file (a new file renamed over the
+/// path, as Vault agent writes it) before it answers `401`, as when a
+/// token is replaced while a send is in flight. Its answer quotes both
+/// tokens, to show each concealed.
+struct Rotating(std::path::PathBuf);
+
+impl Respond for Rotating {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let new = format!("Bearer {ROTATED_TOKEN}");
+        if request
+            .headers
+            .get("authorization")
+            .is_some_and(|value| value.as_bytes() == new.as_bytes())
+        {
+            return ResponseTemplate::new(200).set_body_raw(
+                format!(
+                    r#"{{"answer":"the new token","old":"{TOUR_TOKEN}","new":"{ROTATED_TOKEN}"}}"#
+                ),
+                "application/json",
+            );
+        }
+        let temporary = self.0.with_extension("new");
+        let _ = std::fs::write(&temporary, ROTATED_TOKEN)
+            .and_then(|()| std::fs::rename(&temporary, &self.0));
+        ResponseTemplate::new(401).set_body_raw("the token expired", "text/plain")
+    }
+}
+
 /// The engine of the tour: one route per row, and a second server for the
 /// redirect to point at.
-async fn stage_engine(engine: &MockServer, elsewhere: &MockServer) {
+async fn stage_engine(engine: &MockServer, elsewhere: &MockServer, files: &TokenFiles) {
     let json = |status: u16, body: String| {
         ResponseTemplate::new(status).set_body_raw(body, "application/json")
     };
@@ -518,6 +611,11 @@ async fn stage_engine(engine: &MockServer, elsewhere: &MockServer) {
             .mount(engine)
             .await;
     }
+    Mock::given(method("POST"))
+        .and(path("/rotated"))
+        .respond_with(Rotating(files.rotating.clone()))
+        .mount(engine)
+        .await;
     Mock::given(any())
         .respond_with(json(
             200,

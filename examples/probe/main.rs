@@ -59,8 +59,12 @@ Exit status:
 Variables (default naming, scope \"probe\"), most specific first:
   address  CHANT_BEHAVIOUR_ENGINE_PROBE, CHANT_BEHAVIOUR_ENGINE, BEHAVIOUR_ENGINE
   token    CHANT_BEHAVIOUR_TOKEN_PROBE,  CHANT_BEHAVIOUR_TOKEN,  BEHAVIOUR_TOKEN
+Each token variable has a _FILE twin naming a file that holds the token
+(CHANT_BEHAVIOUR_TOKEN_FILE=/run/secrets/engine); set one of the two.
 
-The token is never printed, in any mode: refusals name the variable that held it.";
+The token is never printed, in any mode: refusals name the variable that held it.
+Warnings (a token file that could not be read, ...) go to stderr, never stdout;
+RUST_LOG sets the level (default: warn).";
 
 /// Probe a metered HTTP engine the way a predictor would, and say what came
 /// back: an answer, or a refusal with its cause, reason and remedy.
@@ -164,6 +168,7 @@ struct Args {
 fn main() -> ExitCode {
     // Usage errors exit 2 and `--help` exits 0, both from clap.
     let args = Args::parse();
+    install_logging(args.embedded);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -181,6 +186,22 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// The crate's `WARN` events and above (a token file that could not be
+/// read, a shared hold that did not answer) on stderr, so that stdout stays
+/// one document with `--json`; `RUST_LOG` sets another level. The tour
+/// stages its failures on purpose, and its table says what each row
+/// came to, so it logs only when `RUST_LOG` asks.
+fn install_logging(tour: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if tour { "off" } else { "warn" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }
 
 /// A command line that parsed but cannot run; exits 2 with this message.

@@ -293,10 +293,21 @@ impl HttpTransport {
             }
         };
         if let Some(latched) = limits.latched(Instant::now(), token.generation) {
-            return (
-                Err(held::latched(site, &latched, Instant::now())),
-                Reach::Held,
-            );
+            // The latch belongs to the token it judged: while it stands,
+            // every send looks at the file again (a read, not a request),
+            // and a token the file has since replaced goes out.
+            match target
+                .token
+                .replaced(token.generation, Instant::now(), concealer)
+            {
+                Some(new) => token = new,
+                None => {
+                    return (
+                        Err(held::latched(site, &latched, Instant::now())),
+                        Reach::Held,
+                    );
+                }
+            }
         }
         let deadline = Deadline::new(started, options.deadline.unwrap_or(self.inner.deadline));
         let policy = &self.inner.retries;

@@ -31,4 +31,5 @@ mod the_meter;
 mod the_probe;
 mod the_token_is_printed_nowhere;
 mod tls_is_verified;
+mod token_files;
 mod what_goes_on_the_wire;

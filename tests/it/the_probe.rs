@@ -23,6 +23,8 @@ const TOKEN: &str = "mw-probe-test/K4+q8ZtW2vR6nJ3xQ";
 /// defines it; a test checks the two agree, so a renamed constant cannot
 /// turn the leak check into a check for a string nobody prints.
 const EMBEDDED_TOKEN: &str = "mw_embedded/tour+5c1d9e0a7b3f";
+/// The token the tour rotates its token file to.
+const ROTATED_TOKEN: &str = "mw_embedded/rotated+9e2b7a4c0d1f";
 
 const ENGINE_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";
 const TOKEN_VAR: &str = "CHANT_BEHAVIOUR_TOKEN";
@@ -32,9 +34,12 @@ const HANG: Duration = Duration::from_secs(20);
 
 /// Every row the tour must walk, and the cause the contract gives it
 /// (`answer` for an answer).
-const TOUR_ROWS: [(&str, &str); 24] = [
+const TOUR_ROWS: [(&str, &str); 27] = [
     ("answer", "answer"),
     ("no token", "no-engine"),
+    ("token from a file", "answer"),
+    ("token file rotated", "answer"),
+    ("token file missing", "no-engine"),
     ("token rejected", "no-engine"),
     ("token forbidden", "no-engine"),
     ("out of credit", "engine-out-of-credit"),
@@ -679,6 +684,12 @@ async fn embedded_json_walks_every_row_with_the_contract_causes() {
             .to_owned()
     };
     assert!(remedy("request refused").starts_with("fix the request"));
+    assert_eq!(
+        row("token file rotated")["attempts"],
+        2,
+        "the old token once, then the new"
+    );
+    assert!(remedy("token file missing").contains("CHANT_BEHAVIOUR_TOKEN_FILE names"));
     assert!(remedy("no such path").contains("an endpoint the engine serves"));
     assert!(remedy("engine failing").starts_with("try again later"));
     assert!(remedy("proxy down").contains("the proxy http://127.0.0.1:"));
@@ -770,10 +781,15 @@ async fn the_embedded_tour_never_prints_its_own_token() {
         source.contains(&format!("\"{EMBEDDED_TOKEN}\"")),
         "EMBEDDED_TOKEN here no longer matches the probe's own token"
     );
+    assert!(
+        source.contains(&format!("\"{ROTATED_TOKEN}\"")),
+        "ROTATED_TOKEN here no longer matches the probe's own token"
+    );
     for args in [&["--embedded"][..], &["--embedded", "--json"][..]] {
         let run = probe(args, &[]).await;
         assert_eq!(run.status, 0, "{}", run.all());
         assert_no_form(EMBEDDED_TOKEN, &format!("probe {args:?}"), &run.all());
+        assert_no_form(ROTATED_TOKEN, &format!("probe {args:?}"), &run.all());
         // The tour's engine does echo it: the table shows where it was concealed.
         assert!(run.stdout.contains("[redacted]"), "{}", run.stdout);
     }
@@ -970,4 +986,77 @@ async fn stream_prose_prints_each_piece_then_a_summary_and_a_refusal_exits_as_on
     let run = probe_at(&server, &["--stream", "--json"]).await;
     assert_eq!(run.status, 5, "{}", run.all());
     assert_eq!(run.json()["refusal"]["cause"], "engine-out-of-credit");
+}
+
+#[tokio::test]
+async fn a_token_file_twin_is_read_like_any_predictor_reads_it() {
+    let server = engine_expecting(1, json_response(200, r#"{"answer":"yes"}"#)).await;
+    let file = TempFile::new("token-file", format!("{TOKEN}\n").as_bytes());
+    let address = format!("{}/v1", server.uri());
+    let path = file.arg();
+    let run = probe(
+        &[],
+        &[
+            (ENGINE_VAR, &address),
+            ("CHANT_BEHAVIOUR_TOKEN_FILE", &path),
+        ],
+    )
+    .await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let sent = received(&server).await;
+    assert_eq!(
+        sent[0].headers.get("authorization").map(|v| v.as_bytes()),
+        Some(format!("Bearer {TOKEN}").as_bytes()),
+        "the trimmed content of the file"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_token_file_exits_3_naming_the_variable_and_the_path() {
+    let server = engine_expecting(0, json_response(200, "{}")).await;
+    let address = format!("{}/v1", server.uri());
+    let path = std::env::temp_dir().join(format!("the_probe-{}-absent", std::process::id()));
+    let path = path.display().to_string();
+    let run = probe(
+        &["--json"],
+        &[
+            (ENGINE_VAR, &address),
+            ("CHANT_BEHAVIOUR_TOKEN_FILE", &path),
+        ],
+    )
+    .await;
+    assert_eq!(run.status, 3, "{}", run.all());
+    let json = run.json();
+    let reason = json["refusal"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&path) && reason.contains("does not exist"),
+        "{json}"
+    );
+    assert_eq!(
+        json["refusal"]["source"], "CHANT_BEHAVIOUR_TOKEN_FILE",
+        "{json}"
+    );
+}
+
+#[tokio::test]
+async fn rust_log_writes_the_crate_s_events_to_stderr_and_never_to_stdout() {
+    let server = engine(json_response(200, r#"{"answer":"yes"}"#)).await;
+    let address = format!("{}/v1", server.uri());
+    let run = probe(
+        &["--json"],
+        &[
+            (ENGINE_VAR, &address),
+            (TOKEN_VAR, TOKEN),
+            ("RUST_LOG", "meterwire=debug"),
+        ],
+    )
+    .await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    assert_eq!(
+        run.json()["answer"],
+        r#"{"answer":"yes"}"#,
+        "stdout is one document"
+    );
+    assert!(run.stderr.contains("answered"), "{}", run.stderr);
+    assert!(!run.stderr.contains(TOKEN), "{}", run.stderr);
 }

@@ -1,0 +1,544 @@
+//! A token from a file that rotates, without a rebuild, a second bill or a
+//! leak: real files in a temporary directory, replaced the ways the
+//! kubelet, Vault agent and Docker replace them while sends run, against a
+//! loopback engine that accepts the old token until the swap and only the
+//! new one after.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use meterwire::{Cause, Env, HttpTransport, Refusal};
+use wiremock::{Match, Mock, MockServer, Request, ResponseTemplate};
+
+use crate::support::{SCOPE, assert_refusal_shape};
+
+const OLD: &str = "mw-file-old-Q7vX2kP9zR4tL8wN";
+const NEW: &str = "mw-file-new-8fJ3mZ1qT6yH0cBv";
+const FILE_VAR: &str = "CHANT_BEHAVIOUR_TOKEN_FILE";
+
+/// A directory of this test's own, removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let path = std::env::temp_dir().join(format!(
+            "meterwire-token-files-{}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("a temp directory");
+        Dir(path)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes `content` to a temporary file and renames it over `path`, as
+/// Vault agent does: a reader sees the old file or the new one, whole.
+fn replace(path: &Path, content: &str) {
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, content).expect("write");
+    std::fs::rename(&temporary, path).expect("rename");
+}
+
+/// The token the engine accepts, switched by the test.
+#[derive(Clone)]
+struct Accepted(Arc<Mutex<String>>);
+
+impl Accepted {
+    fn set(&self, token: &str) {
+        *self.0.lock().expect("not poisoned") = token.to_owned();
+    }
+}
+
+impl Match for Accepted {
+    fn matches(&self, request: &Request) -> bool {
+        let accepted = format!("Bearer {}", self.0.lock().expect("not poisoned"));
+        request
+            .headers
+            .get("authorization")
+            .is_some_and(|value| value == accepted.as_str())
+    }
+}
+
+/// An engine that answers `200` (echoing `echo`) to the accepted token and
+/// `401` to any other.
+async fn engine(accepted: &Accepted, echo: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(accepted.clone())
+        .respond_with(ResponseTemplate::new(200).set_body_string(echo.to_owned()))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(401).set_body_string("the token is not valid"))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The bearer tokens the engine received, in order.
+async fn sent_with(server: &MockServer) -> Vec<String> {
+    server
+        .received_requests()
+        .await
+        .expect("recording")
+        .iter()
+        .map(|request| {
+            request
+                .headers
+                .get("authorization")
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or("")
+                .trim_start_matches("Bearer ")
+                .to_owned()
+        })
+        .collect()
+}
+
+fn transport(server: &MockServer, file: &Path) -> HttpTransport {
+    HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
+            (FILE_VAR, file.display().to_string()),
+        ]))
+        .build()
+        .expect("builds")
+}
+
+#[tokio::test]
+async fn a_trailing_newline_or_crlf_is_trimmed() {
+    for content in [format!("{OLD}\n"), format!("  {OLD}\r\n"), OLD.to_owned()] {
+        let dir = Dir::new("trimmed");
+        let file = dir.join("token");
+        std::fs::write(&file, &content).expect("write");
+        let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
+        let server = engine(&accepted, "{}").await;
+        transport(&server, &file)
+            .send("{}")
+            .await
+            .expect("the trimmed token is accepted");
+        assert_eq!(sent_with(&server).await, [OLD]);
+    }
+}
+
+/// Sends through a rotation made by `rotate`, which leaves `NEW` in the
+/// file: no send is refused, at most one request goes out with the old
+/// token after the swap, and the send that met the swap counts it.
+async fn survives(name: &str, rotate: impl Fn(&Dir)) {
+    let dir = Dir::new(name);
+    std::fs::write(dir.join("start"), OLD).expect("write");
+    // The path the transport reads; each setup points it at "start".
+    let file = dir.join("token");
+    if !file.exists() {
+        std::fs::rename(dir.join("start"), &file).expect("rename");
+    }
+    let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
+    let server = engine(&accepted, "{}").await;
+    let transport = transport(&server, &file);
+    for _ in 0..3 {
+        transport
+            .send("{}")
+            .await
+            .expect("the old token is accepted");
+    }
+    rotate(&dir);
+    accepted.set(NEW);
+    for _ in 0..3 {
+        let answer = transport.send("{}").await.expect("no send is refused");
+        assert!(answer.attempts() <= 2, "{name}: {}", answer.attempts());
+    }
+    let sent = sent_with(&server).await;
+    assert_eq!(&sent[..3], [OLD, OLD, OLD], "{name}");
+    let after: Vec<&str> = sent[3..].iter().map(String::as_str).collect();
+    assert_eq!(
+        after,
+        [OLD, NEW, NEW, NEW],
+        "{name}: one request with the old token, then the new"
+    );
+    let meter = transport.meter();
+    assert_eq!(
+        (meter.sends(), meter.attempts(), meter.answers()),
+        (6, 7, 6),
+        "{name}"
+    );
+}
+
+#[tokio::test]
+async fn a_rename_over_the_path_is_seen() {
+    survives("rename", |dir| replace(&dir.join("token"), NEW)).await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_kubelet_style_data_symlink_swap_is_seen() {
+    use std::os::unix::fs::symlink;
+    let dir = Dir::new("kubelet");
+    // The kubelet's layout: token -> ..data/token, ..data -> ..<timestamp>.
+    std::fs::create_dir(dir.join("..2026_12_01_1")).expect("mkdir");
+    std::fs::write(dir.join("..2026_12_01_1/token"), OLD).expect("write");
+    symlink("..2026_12_01_1", dir.join("..data")).expect("symlink");
+    symlink("..data/token", dir.join("token")).expect("symlink");
+    let file = dir.join("token");
+    let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
+    let server = engine(&accepted, "{}").await;
+    let transport = transport(&server, &file);
+    transport.send("{}").await.expect("the old token");
+    // The swap: a new directory, a new link to it, renamed over `..data`.
+    std::fs::create_dir(dir.join("..2026_12_01_2")).expect("mkdir");
+    std::fs::write(dir.join("..2026_12_01_2/token"), NEW).expect("write");
+    symlink("..2026_12_01_2", dir.join("..data_tmp")).expect("symlink");
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).expect("swap");
+    std::fs::remove_dir_all(dir.join("..2026_12_01_1")).expect("the old one goes");
+    accepted.set(NEW);
+    let answer = transport.send("{}").await.expect("no send is refused");
+    assert_eq!(answer.attempts(), 2);
+    transport.send("{}").await.expect("the new token");
+    assert_eq!(sent_with(&server).await, [OLD, OLD, NEW, NEW]);
+    drop(dir);
+}
+
+#[tokio::test]
+async fn a_truncate_and_rewrite_keeps_the_last_good_token_meanwhile() {
+    let dir = Dir::new("truncate");
+    let file = dir.join("token");
+    std::fs::write(&file, OLD).expect("write");
+    let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
+    let server = engine(&accepted, "{}").await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+        .token_file(&file)
+        .token_file_interval(Duration::ZERO)
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("the old token");
+    // Truncated in place: empty for a moment, then the new token.
+    std::fs::write(&file, "").expect("truncate");
+    transport
+        .send("{}")
+        .await
+        .expect("the last good token is kept while the file is empty");
+    std::fs::write(&file, NEW).expect("rewrite");
+    accepted.set(NEW);
+    transport.send("{}").await.expect("the new token");
+    assert_eq!(sent_with(&server).await, [OLD, OLD, NEW]);
+}
+
+#[tokio::test]
+async fn a_file_deleted_and_restored_keeps_the_last_good_token_meanwhile() {
+    let dir = Dir::new("deleted");
+    let file = dir.join("token");
+    std::fs::write(&file, OLD).expect("write");
+    let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
+    let server = engine(&accepted, "{}").await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+        .token_file(&file)
+        .token_file_interval(Duration::ZERO)
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("the old token");
+    std::fs::remove_file(&file).expect("delete");
+    transport
+        .send("{}")
+        .await
+        .expect("the last good token is kept");
+    std::fs::write(&file, NEW).expect("restore");
+    accepted.set(NEW);
+    transport.send("{}").await.expect("the new token");
+    assert_eq!(sent_with(&server).await, [OLD, OLD, NEW]);
+}
+
+#[tokio::test]
+async fn a_rejected_token_the_file_has_not_replaced_is_not_sent_again() {
+    let dir = Dir::new("unchanged");
+    let file = dir.join("token");
+    std::fs::write(&file, OLD).expect("write");
+    let accepted = Accepted(Arc::new(Mutex::new(NEW.to_owned())));
+    let server = engine(&accepted, "{}").await;
+    let transport = transport(&server, &file);
+    let refusal = transport.send("{}").await.expect_err("rejected");
+    assert_eq!(refusal.cause(), Cause::NoEngine);
+    assert_eq!(refusal.attempts(), 1);
+    assert_eq!(refusal.variable(), Some(FILE_VAR));
+    assert!(
+        refusal.reason().contains(&file.display().to_string()),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.remedy().contains(&file.display().to_string()),
+        "{}",
+        refusal.remedy()
+    );
+    assert_refusal_shape(&refusal);
+    assert_eq!(sent_with(&server).await, [OLD], "one request, not two");
+}
+
+#[tokio::test]
+async fn a_file_that_holds_no_usable_token_is_refused_naming_the_path_never_the_content() {
+    let dir = Dir::new("unusable");
+    let server = MockServer::start().await;
+    for (content, says) in [
+        (None, "does not exist"),
+        (Some(""), "is empty"),
+        (Some("  \n"), "is empty"),
+        (Some("mw-file-half\nmw-file-other-half"), "line break"),
+        (Some("mw file with spaces"), "space"),
+    ] {
+        let file = dir.join("token");
+        let _ = std::fs::remove_file(&file);
+        if let Some(content) = content {
+            std::fs::write(&file, content).expect("write");
+        }
+        let refusal = transport(&server, &file)
+            .send("{}")
+            .await
+            .expect_err("no usable token");
+        assert_eq!(refusal.cause(), Cause::NoEngine, "{says}");
+        assert_eq!(refusal.attempts(), 0, "nothing sent");
+        assert_eq!(refusal.variable(), Some(FILE_VAR));
+        assert!(refusal.reason().contains(says), "{}", refusal.reason());
+        assert!(
+            refusal.reason().contains(&file.display().to_string()),
+            "{}",
+            refusal.reason()
+        );
+        assert!(
+            !refusal.report().to_json().contains("mw-file"),
+            "{refusal:?}"
+        );
+        assert!(!refusal.report().to_json().contains("half"), "{refusal:?}");
+        assert_refusal_shape(&refusal);
+    }
+    assert!(
+        server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_variable_and_its_file_twin_both_set_is_refused_naming_both() {
+    let server = MockServer::start().await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
+            ("CHANT_BEHAVIOUR_TOKEN", OLD.to_owned()),
+            (FILE_VAR, "/run/secrets/engine".to_owned()),
+        ]))
+        .build()
+        .expect("builds");
+    let refusal: Refusal = transport.refusal().expect("refused").clone();
+    assert_eq!(refusal.cause(), Cause::NoEngine);
+    assert!(
+        refusal
+            .reason()
+            .contains("CHANT_BEHAVIOUR_TOKEN and CHANT_BEHAVIOUR_TOKEN_FILE"),
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.remedy().starts_with("set one of the two"),
+        "{}",
+        refusal.remedy()
+    );
+    assert!(!refusal.report().to_json().contains(OLD));
+    assert_refusal_shape(&refusal);
+}
+
+#[tokio::test]
+async fn every_token_the_transport_held_stays_concealed() {
+    let dir = Dir::new("concealed");
+    let file = dir.join("token");
+    std::fs::write(&file, OLD).expect("write");
+    // After the switch, the engine echoes both tokens in its answers.
+    let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
+    let server = engine(&accepted, &format!("old {OLD} new {NEW}")).await;
+    let transport = transport(&server, &file);
+    transport.send("{}").await.expect("the old token");
+    replace(&file, NEW);
+    accepted.set(NEW);
+    let answer = transport.send("{}").await.expect("the new token");
+    assert_eq!(answer.text(), "old [redacted] new [redacted]");
+    let again = transport.send("{}").await.expect("the new token");
+    assert_eq!(again.text(), "old [redacted] new [redacted]");
+    assert_eq!(
+        transport.concealer().conceal(&format!("{OLD} {NEW}")),
+        "[redacted] [redacted]"
+    );
+}
+
+#[tokio::test]
+async fn a_new_token_clears_the_latch_and_the_meter_survives_a_rotation() {
+    let dir = Dir::new("latch");
+    let file = dir.join("token");
+    std::fs::write(&file, OLD).expect("write");
+    let accepted = Accepted(Arc::new(Mutex::new(NEW.to_owned())));
+    let server = engine(&accepted, "{}").await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
+            (FILE_VAR, file.display().to_string()),
+        ]))
+        .latch(Duration::from_secs(600))
+        .build()
+        .expect("builds");
+    transport
+        .send("{}")
+        .await
+        .expect_err("the old token is rejected");
+    let latched = transport.send("{}").await.expect_err("latched");
+    assert!(latched.reason().contains("latched"), "{}", latched.reason());
+    replace(&file, NEW);
+    transport
+        .send("{}")
+        .await
+        .expect("a new token clears the latch it did not earn");
+    assert_eq!(sent_with(&server).await, [OLD, NEW]);
+    let meter = transport.meter();
+    assert_eq!((meter.sends(), meter.held()), (3, 1), "the meter survives");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rotation_while_sends_run_refuses_none_and_counts_every_attempt() {
+    let dir = Dir::new("concurrent");
+    let file = dir.join("token");
+    std::fs::write(&file, OLD).expect("write");
+    let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
+    let server = engine(&accepted, "{}").await;
+    let transport = transport(&server, &file);
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let transport = transport.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut attempts = Vec::new();
+            for _ in 0..25 {
+                let answer = transport.send("{}").await.expect("no send is refused");
+                attempts.push(answer.attempts());
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            attempts
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    // The file first, then the engine, as a rotation happens: for a moment
+    // the engine still takes only the old token while the file holds the
+    // new, then only the new.
+    replace(&file, NEW);
+    accepted.set(NEW);
+    let mut per_send = Vec::new();
+    for task in tasks {
+        per_send.extend(task.await.expect("the task ends"));
+    }
+    assert_eq!(per_send.len(), 200);
+    assert!(per_send.iter().all(|&n| n == 1 || n == 2), "{per_send:?}");
+    let sent = sent_with(&server).await;
+    let total: u32 = per_send.iter().sum();
+    assert_eq!(
+        sent.len() as u64,
+        u64::from(total),
+        "every request is an attempt counted"
+    );
+    let meter = transport.meter();
+    assert_eq!((meter.sends(), meter.answers()), (200, 200));
+    assert_eq!(meter.attempts(), u64::from(total));
+    // A send that met the swap sent the old token once, then the new.
+    let retried = per_send.iter().filter(|&&n| n == 2).count();
+    let old_after_new = sent
+        .iter()
+        .skip_while(|token| token.as_str() == OLD)
+        .filter(|token| token.as_str() == OLD)
+        .count();
+    assert!(
+        retried <= 8,
+        "at most one per task in flight at the swap: {retried}"
+    );
+    assert!(old_after_new <= 8, "{old_after_new}");
+    assert_eq!(sent.last().map(String::as_str), Some(NEW));
+}
+
+#[tokio::test]
+async fn a_429_hold_outlives_a_rotation() {
+    let dir = Dir::new("hold");
+    let file = dir.join("token");
+    std::fs::write(&file, OLD).expect("write");
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "600")
+                .set_body_string("slow down"),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let transport = transport(&server, &file);
+    let first = transport.send("{}").await.expect_err("over quota");
+    assert_eq!(first.cause(), Cause::EngineOverQuota);
+    replace(&file, NEW);
+    let held = transport.send("{}").await.expect_err("still held");
+    assert_eq!(held.cause(), Cause::EngineOverQuota);
+    assert_eq!(held.attempts(), 0, "nothing sent into the spent window");
+    assert_eq!(transport.meter().held(), 1);
+}
+
+#[tokio::test]
+async fn the_file_is_read_again_once_the_interval_has_passed_not_before() {
+    let dir = Dir::new("interval");
+    let file = dir.join("token");
+    std::fs::write(&file, OLD).expect("write");
+    // This engine takes either token: only the interval decides.
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .mount(&server)
+        .await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+        .token_file(&file)
+        .token_file_interval(Duration::from_millis(300))
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("answered");
+    replace(&file, NEW);
+    transport.send("{}").await.expect("answered");
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    transport.send("{}").await.expect("answered");
+    assert_eq!(sent_with(&server).await, [OLD, OLD, NEW]);
+    assert_eq!(transport.meter().attempts(), 3);
+}
+
+#[tokio::test]
+async fn a_scoped_file_twin_comes_before_the_shared_variable() {
+    let dir = Dir::new("chain");
+    let file = dir.join("token");
+    std::fs::write(&file, format!("{NEW}\n")).expect("write");
+    let accepted = Accepted(Arc::new(Mutex::new(NEW.to_owned())));
+    let server = engine(&accepted, "{}").await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
+            (
+                "CHANT_BEHAVIOUR_TOKEN_ACME_FILE",
+                file.display().to_string(),
+            ),
+            ("CHANT_BEHAVIOUR_TOKEN", OLD.to_owned()),
+        ]))
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("the scoped file's token");
+    assert_eq!(sent_with(&server).await, [NEW]);
+}
