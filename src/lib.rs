@@ -118,6 +118,8 @@ mod naming;
 mod origin;
 mod refusal;
 mod retry;
+#[cfg(feature = "redis")]
+mod shared_hold;
 mod text;
 mod token;
 mod transport;
