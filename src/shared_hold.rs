@@ -72,6 +72,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::clock::later;
+use crate::conceal::Concealer;
 use crate::refusal::held::Hold;
 
 /// How long a send waits for Redis, connecting included, unless told.
@@ -118,8 +119,14 @@ pub(crate) struct SharedHold {
     client: Client,
     key: String,
     wait: Duration,
-    /// Redis's host and port as logs name it: never the password.
+    /// Redis's host and port as logs name it, concealed: never the
+    /// password.
     redis: String,
+    /// The key as logs name it, concealed (a name the caller gave could
+    /// hold anything).
+    shown_key: String,
+    /// The transport's concealer, which every log line passes through.
+    concealer: Concealer,
     /// A check's request, encoded once.
     check: redis::Pipeline,
     link: Arc<Mutex<Link>>,
@@ -235,13 +242,14 @@ enum Found {
 
 impl SharedHold {
     /// A shared hold in Redis at `url` (`redis://`, `rediss://`, a password
-    /// allowed) under `key`, each exchange bounded by `wait`. Nothing is
-    /// connected until the first check: building needs neither Redis nor a
-    /// runtime.
+    /// allowed) under `key`, each exchange bounded by `wait`, its log lines
+    /// passed through `concealer`. Nothing is connected until the first
+    /// check: building needs neither Redis nor a runtime.
     pub(crate) fn new(
         url: &str,
         key: String,
         wait: Duration,
+        concealer: Concealer,
     ) -> Result<SharedHold, SharedHoldError> {
         let parsed = url::Url::parse(url).map_err(|_| SharedHoldError::NotAUrl)?;
         if !matches!(parsed.scheme(), "redis" | "rediss") {
@@ -279,9 +287,11 @@ impl SharedHold {
             .ignore_errors();
         Ok(SharedHold {
             client,
+            shown_key: concealer.conceal(&key).into_owned(),
+            redis: concealer.conceal(&redis).into_owned(),
+            concealer,
             key,
             wait,
-            redis,
             check,
             link: Arc::new(Mutex::new(Link::default())),
         })
@@ -486,7 +496,7 @@ impl SharedHold {
             drop(link);
             tracing::info!(
                 redis = %self.redis,
-                key = %self.key,
+                key = %self.shown_key,
                 "the shared hold on Redis {} answers again; sends check it again",
                 self.redis
             );
@@ -515,16 +525,16 @@ impl SharedHold {
                 });
                 link.epoch = link.epoch.wrapping_add(1);
                 drop(link);
-                let what = self.fault_phrase(fault);
-                tracing::warn!(
-                    redis = %self.redis,
-                    key = %self.key,
-                    "the shared hold on Redis {} is not used: {what}; each send keeps to this \
+                let said = format!(
+                    "the shared hold on Redis {} is not used: {}; each send keeps to this \
                      process's own hold until Redis answers again (tried again in {} s, then \
                      less often)",
                     self.redis,
+                    self.fault_phrase(fault),
                     FIRST_BACKOFF.as_secs()
                 );
+                let said = self.concealer.conceal(&said);
+                tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");
             }
             Some(ref mut down) if ticket.retry => {
                 down.retry_at = later(now, down.backoff);
@@ -550,10 +560,10 @@ impl SharedHold {
         drop(link);
         tracing::warn!(
             redis = %self.redis,
-            key = %self.key,
+            key = %self.shown_key,
             "the shared hold's key {} on Redis {} holds a value this transport did not write \
              ({what}); it is ignored, and the next hold a process sets replaces it",
-            self.key,
+            self.shown_key,
             self.redis
         );
     }
@@ -586,7 +596,7 @@ impl fmt::Debug for SharedHold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedHold")
             .field("redis", &self.redis)
-            .field("key", &self.key)
+            .field("key", &self.shown_key)
             .field("wait", &self.wait)
             .finish_non_exhaustive()
     }
@@ -815,12 +825,13 @@ mod tests {
     /// What a bounded call may take past its wait on a busy 2-core machine.
     const MARGIN: Duration = Duration::from_millis(200);
 
+    fn concealer() -> Concealer {
+        Concealer::new([TOKEN])
+    }
+
     fn hold_at(url: &str) -> SharedHold {
-        match SharedHold::new(
-            url,
-            SharedHold::default_key("acme", "engine.example:443"),
-            WAIT,
-        ) {
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        match SharedHold::new(url, key, WAIT, concealer()) {
             Ok(hold) => hold,
             Err(error) => panic!("{url} should make a shared hold: {error}"),
         }
@@ -1004,6 +1015,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn what_a_warning_says_passes_through_the_concealer() {
+        let url = format!("redis://127.0.0.1:{}/", dead_port());
+        let key = format!("meterwire:hold:{TOKEN}");
+        let shared = SharedHold::new(&url, key, WAIT, concealer()).expect("a shared hold");
+        let (events, _guard) = capture();
+        assert_eq!(shared.check().await, None);
+        let warnings = events.at(tracing::Level::WARN);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(!warnings[0].contains(TOKEN), "{}", warnings[0]);
+        assert!(!format!("{shared:?}").contains(TOKEN));
+    }
+
+    #[tokio::test]
     async fn a_silent_redis_costs_a_send_no_more_than_the_wait_and_is_warned_about_once() {
         let silent = Silent::start();
         let shared = hold_at(&silent.url());
@@ -1150,7 +1174,7 @@ mod tests {
     async fn the_keys_hold_nothing_of_the_token() {
         let redis = Redis::with_password("a-redis-password");
         let key = SharedHold::default_key("acme", "engine.example:443");
-        let shared = SharedHold::new(&redis.url(), key, WAIT).expect("a shared hold");
+        let shared = SharedHold::new(&redis.url(), key, WAIT, concealer()).expect("a shared hold");
         let hold = Hold {
             until: Instant::now() + Duration::from_secs(30),
             asked_at: SystemTime::now(),
@@ -1231,7 +1255,7 @@ mod tests {
             ),
         ];
         for (url, expected) in cases {
-            let error = SharedHold::new(url, key(), WAIT).expect_err(url);
+            let error = SharedHold::new(url, key(), WAIT, concealer()).expect_err(url);
             assert_eq!(error, expected, "{url}");
             assert!(!error.to_string().contains("hunter2"), "{error}");
             assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
@@ -1239,11 +1263,11 @@ mod tests {
         let url = "redis://127.0.0.1/";
         for bad in [String::new(), "k".repeat(257), "a\nb".to_owned()] {
             assert!(matches!(
-                SharedHold::new(url, bad, WAIT),
+                SharedHold::new(url, bad, WAIT, concealer()),
                 Err(SharedHoldError::Key(_))
             ));
         }
-        let zero = SharedHold::new(url, key(), Duration::ZERO);
+        let zero = SharedHold::new(url, key(), Duration::ZERO, concealer());
         assert_eq!(zero.err(), Some(SharedHoldError::Wait));
     }
 
@@ -1332,7 +1356,8 @@ mod tests {
             let shared = if key.is_empty() {
                 hold_at(&redis.url())
             } else {
-                SharedHold::new(&redis.url(), key.to_owned(), WAIT).expect("a shared hold")
+                SharedHold::new(&redis.url(), key.to_owned(), WAIT, concealer())
+                    .expect("a shared hold")
             };
             let _ = shared.check().await;
             let mut took: Vec<Duration> = Vec::with_capacity(500);
