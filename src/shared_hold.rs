@@ -30,7 +30,10 @@
 //! ends. Neither holds anything of the token: the key names the scope and
 //! the engine's host, the value what the engine asked. A value read back is
 //! parsed defensively (at most 256 bytes are read, every number is checked),
-//! and one this code did not write is ignored.
+//! and one this code did not write is ignored. Its `why` is text from
+//! outside the process (anyone who may write the key wrote it): at most 160
+//! printable ASCII characters, and quoted only where the concealer sees it.
+//! Every log line here passes through the transport's concealer too.
 //!
 //! # The end only grows
 //!
