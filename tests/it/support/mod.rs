@@ -3,7 +3,8 @@
 //! it hung, a transport pointed at a loopback server, and the checks every
 //! refusal must pass (what every reason and remedy must say). `forms`
 //! encodes a token every way an engine echoes it; `raw_http` is a server of
-//! one's own for what wiremock cannot do.
+//! one's own for what wiremock cannot do; `redis` (with the `redis`
+//! feature) starts a real Redis, a silent one and a dead port.
 
 // `tests/it`, `tests/memory.rs`, `tests/no_ambient_proxy.rs` and
 // `tests/trace.rs` each compile a copy and use only some of it.
@@ -11,6 +12,8 @@
 
 pub mod forms;
 pub mod raw_http;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 use std::time::Duration;
 
