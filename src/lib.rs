@@ -122,8 +122,6 @@ mod refusal;
 mod request;
 mod retry;
 mod stream;
-#[cfg(feature = "redis")]
-mod shared_hold;
 mod text;
 mod token;
 mod transport;

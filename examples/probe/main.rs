@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::{Parser, value_parser};
-use meterwire::{Cause, Env, HttpTransport, Naming, Refusal, RetryPolicy};
+use meterwire::{Cause, Env, HttpTransport, HttpTransportBuilder, Naming, Refusal, RetryPolicy};
 use serde::Serialize;
 
 use crate::show::Style;
@@ -127,6 +127,18 @@ struct Args {
           value_parser = value_parser!(u64).range(1..=repeat::MAX_CONCURRENCY))]
     concurrency: Option<u64>,
 
+    /// With --repeat: each worker starts a send at most once every N
+    /// milliseconds, the pace of a predictor rather than a load test
+    #[arg(long, value_name = "N", requires = "repeat",
+          value_parser = value_parser!(u64).range(1..=3_600_000))]
+    every_ms: Option<u64>,
+
+    /// Keep the engine's hold in the Redis at URL (redis://host:6379/) as
+    /// well, shared by every process that names it: a 429 one process sees
+    /// holds them all (needs the probe built with --features redis)
+    #[arg(long, value_name = "URL")]
+    shared_hold: Option<String>,
+
     /// A non-secret header on every request, as NAME:VALUE (repeatable), such
     /// as an engine's version header
     #[arg(long = "header", value_name = "NAME:VALUE")]
@@ -160,7 +172,7 @@ struct Args {
     /// of the probe's own
     #[arg(long, conflicts_with_all = [
         "repeat", "concurrency", "timeout_ms", "max_answer_bytes", "ca_cert", "allow_plaintext",
-        "headers", "retries", "stream",
+        "headers", "retries", "stream", "shared_hold",
     ])]
     embedded: bool,
 }
@@ -236,7 +248,8 @@ async fn run(args: Args) -> Result<ExitCode, Usage> {
     match args.repeat {
         Some(sends) => {
             let concurrency = args.concurrency.unwrap_or(1);
-            let summary = repeat::run(&transport, body, sends, concurrency).await;
+            let every = args.every_ms.map(Duration::from_millis);
+            let summary = repeat::run(&transport, body, sends, concurrency, every).await;
             if args.json {
                 print_json(&summary.to_json());
             } else {
@@ -297,7 +310,24 @@ fn build(args: &Args, naming: Naming) -> Result<HttpTransport, Usage> {
         })?;
         builder = builder.add_ca_certificate_pem(pem);
     }
+    if let Some(url) = &args.shared_hold {
+        builder = shared_hold(builder, url)?;
+    }
     builder.build().map_err(|error| Usage(build_error(&error)))
+}
+
+#[cfg(feature = "redis")]
+fn shared_hold(builder: HttpTransportBuilder, url: &str) -> Result<HttpTransportBuilder, Usage> {
+    Ok(builder.shared_hold(url))
+}
+
+#[cfg(not(feature = "redis"))]
+fn shared_hold(_: HttpTransportBuilder, _: &str) -> Result<HttpTransportBuilder, Usage> {
+    Err(Usage(
+        "--shared-hold: this probe was built without the redis feature; run it as \
+         cargo run --features redis --example probe -- --shared-hold URL ..."
+            .to_owned(),
+    ))
 }
 
 /// A build error with the option to fix in front of it.
@@ -308,6 +338,8 @@ fn build_error(error: &meterwire::BuildError) -> String {
         meterwire::BuildError::ZeroDeadline => format!("--timeout-ms: {error}"),
         meterwire::BuildError::ZeroCap => format!("--max-answer-bytes: {error}"),
         meterwire::BuildError::Header(_) => format!("--header: {error}"),
+        #[cfg(feature = "redis")]
+        meterwire::BuildError::SharedHold(_) => format!("--shared-hold: {error}"),
         _ => error.to_string(),
     }
 }

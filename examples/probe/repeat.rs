@@ -80,7 +80,14 @@ impl Summary {
     }
 }
 
-pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency: u64) -> Summary {
+/// `every`: each worker starts a send at most once this often.
+pub async fn run(
+    transport: &HttpTransport,
+    body: Bytes,
+    sends: u64,
+    concurrency: u64,
+    every: Option<Duration>,
+) -> Summary {
     let next = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -96,8 +103,18 @@ pub async fn run(transport: &HttpTransport, body: Bytes, sends: u64, concurrency
             tokio::spawn(async move {
                 let mut said: HashMap<Cause, Said> = HashMap::new();
                 let mut lost = 0;
+                let mut pace = every.map(|every| {
+                    let mut pace = tokio::time::interval(every);
+                    // A send slower than the pace is followed at once by the
+                    // next, never by a burst that catches up.
+                    pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    pace
+                });
                 // At most `sends` increments are below `sends`: the bound.
                 while next.fetch_add(1, Ordering::Relaxed) < sends {
+                    if let Some(pace) = &mut pace {
+                        pace.tick().await;
+                    }
                     // A send that panics is counted, and the worker goes on
                     // with the next one: the run accounts for every send.
                     let outcome = AssertUnwindSafe(transport.send(body.clone()))

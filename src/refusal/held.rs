@@ -28,6 +28,9 @@ pub(crate) struct Hold {
     pub(crate) ceiling: Option<Duration>,
     /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
     pub(crate) why: String,
+    /// Where the hold came from when another process saw it: the shared
+    /// hold, as logs name it (`Redis host:port, key …`).
+    pub(crate) fleet: Option<String>,
 }
 
 /// A refusal repeated without sending until `until`.
@@ -52,11 +55,17 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
         ),
         None => format!(", and {} of that window is left", seconds_phrase(left)),
     };
+    let asked = match &hold.fleet {
+        None => "the engine asked".to_owned(),
+        Some(shared) => format!(
+            "the engine asked another process that shares the account (as the shared hold on {shared} records it)"
+        ),
+    };
     site.seal(
         Refusal::new(
             Cause::EngineOverQuota,
             format!(
-                "{}: the send was held, not sent: at {} the engine asked, by {}, to wait {} before sending again{window}; the account billed through {} is held until then",
+                "{}: the send was held, not sent: at {} {asked}, by {}, to wait {} before sending again{window}; the account billed through {} is held until then",
                 site.subject(),
                 httpdate::fmt_http_date(hold.asked_at),
                 hold.why,

@@ -75,6 +75,13 @@ pub enum BuildError {
         "the HTTP client could not be set up: the TLS backend or its trust store failed to load"
     )]
     Client,
+    /// The shared hold given with [`HttpTransportBuilder::shared_hold`]
+    /// cannot be used: its URL is not a `redis://` or `rediss://` URL with a
+    /// host, or its key or wait is not one a hold can keep. The message
+    /// names what to fix, never the URL's password.
+    #[cfg(feature = "redis")]
+    #[error("{0}")]
+    SharedHold(String),
 }
 
 /// The proxies reqwest speaks: HTTP (a `CONNECT` tunnel for `https`
@@ -118,6 +125,18 @@ pub struct HttpTransportBuilder {
     respect_limits: bool,
     max_hold: Duration,
     latch: Option<Duration>,
+    #[cfg(feature = "redis")]
+    shared_hold: SharedHoldConfig,
+}
+
+/// The fleet's hold as the builder was told it: the URL (a secret, for its
+/// password), the key and the wait.
+#[cfg(feature = "redis")]
+#[derive(Default)]
+struct SharedHoldConfig {
+    url: Option<SecretString>,
+    key: Option<String>,
+    wait: Option<Duration>,
 }
 
 /// Shows the configuration without a secret: the scope and header names
@@ -132,7 +151,8 @@ impl fmt::Debug for HttpTransportBuilder {
             .iter()
             .map(|(name, _)| shown_name(name, &concealer))
             .collect();
-        f.debug_struct("HttpTransportBuilder")
+        let mut debug = f.debug_struct("HttpTransportBuilder");
+        debug
             .field("scope", &concealer.conceal(&self.scope))
             .field("naming", &self.naming)
             .field("env", &self.env)
@@ -163,8 +183,19 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("retries", &self.retries)
             .field("respect_limits", &self.respect_limits)
             .field("max_hold", &self.max_hold)
-            .field("latch", &self.latch)
-            .finish()
+            .field("latch", &self.latch);
+        // Whether one was given, and its key: the URL can hold a password.
+        #[cfg(feature = "redis")]
+        debug.field(
+            "shared_hold",
+            &self.shared_hold.url.as_ref().map(|_| {
+                self.shared_hold.key.as_deref().map_or_else(
+                    || "the default key".to_owned(),
+                    |key| concealer.conceal(key).into_owned(),
+                )
+            }),
+        );
+        debug.finish()
     }
 }
 
@@ -253,10 +284,50 @@ impl HttpTransportBuilder {
 
     /// After a `402`, `401` or `403`, refuses every send of this transport
     /// and its clones for `duration` with the same cause, without sending;
-    /// off by default. A different token is a different transport, so the
-    /// latch never outlives the token it judged.
+    /// off by default. The latch belongs to the token it judged: a new
+    /// token read from a [`token_file`](Self::token_file) clears it.
     pub fn latch(mut self, duration: Duration) -> Self {
         self.latch = Some(duration).filter(|duration| !duration.is_zero());
+        self
+    }
+
+    /// Keeps the engine's hold in the Redis at `url` (`redis://host:6379/`,
+    /// `rediss://` for TLS, a password allowed) as well as in the process,
+    /// so that a `429` seen by one predictor process holds every process
+    /// that shares the account (cargo feature `redis`; Redis 7 or later).
+    ///
+    /// Before each attempt the transport reads the fleet's hold, within a
+    /// bounded [`shared_hold_wait`](Self::shared_hold_wait) (50 ms unless
+    /// set): one round trip when nothing is held. A hold this process
+    /// starts is written back, and its end in Redis only ever grows. A
+    /// Redis that is down, slow or answers garbage is logged once at `WARN`
+    /// and skipped: the shared hold never blocks a send past its wait and
+    /// never fails one. The key is `meterwire:hold:<scope>:<engine host>`
+    /// unless [`shared_hold_key`](Self::shared_hold_key) names another;
+    /// nothing of the token is in it. With
+    /// [`respect_limits(false)`](Self::respect_limits) it is not read.
+    #[cfg(feature = "redis")]
+    pub fn shared_hold(mut self, url: impl Into<String>) -> Self {
+        self.shared_hold.url = Some(SecretString::from(url.into()));
+        self
+    }
+
+    /// The Redis key of the [`shared_hold`](Self::shared_hold), in place of
+    /// `meterwire:hold:<scope>:<engine host>`: processes that give the same
+    /// key share one hold (say, one per account when several accounts use
+    /// one engine). 1 to 256 bytes, no control characters.
+    #[cfg(feature = "redis")]
+    pub fn shared_hold_key(mut self, key: impl Into<String>) -> Self {
+        self.shared_hold.key = Some(key.into());
+        self
+    }
+
+    /// The longest a send waits on the [`shared_hold`](Self::shared_hold)'s
+    /// Redis, connecting included: 50 ms when not set. A Redis that has not
+    /// answered by then is skipped for this send.
+    #[cfg(feature = "redis")]
+    pub fn shared_hold_wait(mut self, wait: Duration) -> Self {
+        self.shared_hold.wait = Some(wait);
         self
     }
 
@@ -403,6 +474,40 @@ impl HttpTransportBuilder {
         );
         let headers = header_map(&self.headers, &settled.concealer)
             .map_err(|problem| BuildError::Header(problem.describe()))?;
+        let limits = Limits::new(self.respect_limits, self.latch, self.max_hold);
+        #[cfg(feature = "redis")]
+        let limits = match self.shared_hold.url {
+            None => limits,
+            Some(url) => {
+                use secrecy::ExposeSecret as _;
+
+                use crate::limits::shared::{DEFAULT_WAIT, SharedHold};
+                let host = settled
+                    .target
+                    .as_ref()
+                    .map(|target| target.site.host())
+                    .unwrap_or_default();
+                let key = self
+                    .shared_hold
+                    .key
+                    .unwrap_or_else(|| SharedHold::default_key(&self.scope, &host));
+                let wait = self.shared_hold.wait.unwrap_or(DEFAULT_WAIT);
+                // Redis's password is a secret like the token: concealed
+                // wherever the engine or a log could show it.
+                if let Some(password) = url::Url::parse(url.expose_secret())
+                    .ok()
+                    .and_then(|url| url.password().map(str::to_owned))
+                {
+                    let decoded =
+                        percent_encoding::percent_decode_str(&password).decode_utf8_lossy();
+                    settled.concealer.learn(&decoded);
+                }
+                let shared =
+                    SharedHold::new(url.expose_secret(), key, wait, settled.concealer.clone())
+                        .map_err(|error| BuildError::SharedHold(error.to_string()))?;
+                limits.with_shared(shared)
+            }
+        };
         let shown = Shown {
             scope: settled.concealer.conceal(&self.scope).into_owned(),
             engine: settled
@@ -418,7 +523,7 @@ impl HttpTransportBuilder {
                 concealer: settled.concealer,
                 headers,
                 retries: self.retries,
-                limits: Limits::new(self.respect_limits, self.latch, self.max_hold),
+                limits,
                 meter: Meter::default(),
                 shown,
                 deadline: self.deadline,
@@ -452,6 +557,8 @@ impl HttpTransport {
             respect_limits: true,
             max_hold: DEFAULT_MAX_HOLD,
             latch: None,
+            #[cfg(feature = "redis")]
+            shared_hold: SharedHoldConfig::default(),
         }
     }
 }

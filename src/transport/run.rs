@@ -325,6 +325,7 @@ impl HttpTransport {
         let mut history: Vec<String> = Vec::new();
         let mut attempt = 0;
         loop {
+            limits.consult().await;
             match limits.gate(Instant::now(), policy, deadline.at()) {
                 Gate::Open => {}
                 Gate::Wait(until) => {
@@ -353,12 +354,15 @@ impl HttpTransport {
             match sent {
                 Ok(got) => {
                     tracing::debug!(attempt, status = R::status(&got), "answered");
-                    limits.observe(
+                    let started = limits.observe(
                         now,
                         Seen::Answer {
                             exhausted: R::exhausted(&got),
                         },
                     );
+                    if let Some(hold) = started {
+                        limits.share(&hold).await;
+                    }
                     let got = Got {
                         got,
                         attempts: attempt,
@@ -374,7 +378,11 @@ impl HttpTransport {
                     } = missed;
                     tracing::debug!(attempt, status = refusal.status(), what = %short, "refused");
                     history.push(short);
-                    limits.observe(now, Seen::Refused(&refusal, token.generation));
+                    if let Some(hold) =
+                        limits.observe(now, Seen::Refused(&refusal, token.generation))
+                    {
+                        limits.share(&hold).await;
+                    }
                     // The engine rejected a token its file has since
                     // replaced: the send goes once more, with the new one
                     // (a rejected token is not billed), whatever the policy.

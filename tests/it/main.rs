@@ -17,6 +17,8 @@ mod concealer_catches_every_form;
 mod concealer_properties;
 mod every_option_through_the_trait;
 mod every_row_of_the_wire_table;
+#[cfg(feature = "redis")]
+mod fleet;
 mod hostile_engines;
 mod limits;
 mod no_redirect_is_followed;

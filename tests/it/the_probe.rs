@@ -66,7 +66,7 @@ const TOUR_ROWS: [(&str, &str); 27] = [
 
 /// The built example: `cargo test` builds examples next to `deps/`, where
 /// this test binary lives.
-fn probe_path() -> PathBuf {
+pub(crate) fn probe_path() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary knows its own path");
     let profile = exe
         .parent()

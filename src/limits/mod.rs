@@ -14,6 +14,14 @@
 //! [`Limits::gate`] what a send meets before it goes. Both are one `Mutex`
 //! each, held only to copy a few fields out: a send that is not held never
 //! waits on another.
+//!
+//! With the `redis` feature and a shared hold (`shared`), the hold is kept
+//! in Redis too: [`Limits::consult`] takes in the fleet's hold before each
+//! attempt, and [`Limits::share`] hands the fleet a hold this process
+//! started. Without either, both do nothing.
+
+#[cfg(feature = "redis")]
+pub(crate) mod shared;
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -53,6 +61,9 @@ pub(crate) struct Limits {
     max_hold: Duration,
     hold: Mutex<Option<Hold>>,
     latch: Mutex<Option<Latched>>,
+    /// The fleet's hold, in Redis.
+    #[cfg(feature = "redis")]
+    shared: Option<shared::SharedHold>,
 }
 
 /// The longest hold when none is set: a day. An engine (or anyone on the
@@ -71,30 +82,71 @@ impl Limits {
             max_hold,
             hold: Mutex::new(None),
             latch: Mutex::new(None),
+            #[cfg(feature = "redis")]
+            shared: None,
         }
+    }
+
+    /// These limits, with the fleet's hold kept in `shared` as well.
+    #[cfg(feature = "redis")]
+    pub(crate) fn with_shared(mut self, shared: shared::SharedHold) -> Limits {
+        self.shared = Some(shared);
+        self
+    }
+
+    /// Takes in the fleet's hold before an attempt: when limits are
+    /// respected, no hold of the process's own is in force, and Redis
+    /// answers within its wait with a hold, the process holds too. Redis
+    /// that does not answer changes nothing (its warning is its own).
+    pub(crate) async fn consult(&self) {
+        #[cfg(feature = "redis")]
+        {
+            let Some(shared) = &self.shared else { return };
+            if !self.respect || self.hold(Instant::now()).is_some() {
+                return;
+            }
+            if let Some(found) = shared.check().await {
+                let now = Instant::now();
+                let hold = found.hold(now, self.max_hold, shared.shown());
+                self.keep(hold);
+            }
+        }
+    }
+
+    /// Hands the fleet `hold`, which this process started or lengthened
+    /// (what [`Limits::observe`] returned): its end in Redis only grows.
+    pub(crate) async fn share(&self, hold: &Hold) {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            let left = hold.until.saturating_duration_since(Instant::now());
+            shared.extend(left, &shared::Record::of(hold)).await;
+        }
+        #[cfg(not(feature = "redis"))]
+        let _ = hold;
     }
 
     /// What an attempt's outcome starts: a hold after a `429` or `503` with
     /// a retry hint (unless it names the account's credit, which no wait
     /// mends) or an answer whose rate-limit fields say nothing is left; a
-    /// latch after the engine answered `402`, `401` or `403`.
-    pub(crate) fn observe(&self, now: Instant, seen: Seen<'_>) {
+    /// latch after the engine answered `402`, `401` or `403`. The hold it
+    /// started or lengthened, if any, for [`Limits::share`].
+    #[must_use = "a hold this process started is shared with the fleet"]
+    pub(crate) fn observe(&self, now: Instant, seen: Seen<'_>) -> Option<Hold> {
         match seen {
-            Seen::Answer { exhausted } => {
-                if let Some(wait) = exhausted {
-                    self.hold_for(
-                        now,
-                        wait,
-                        "the rate-limit fields of an answer, which said none was left".to_owned(),
-                    );
-                }
-            }
+            Seen::Answer { exhausted } => exhausted.and_then(|wait| {
+                self.hold_for(
+                    now,
+                    wait,
+                    "the rate-limit fields of an answer, which said none was left".to_owned(),
+                )
+            }),
             Seen::Refused(refusal, generation) => {
+                let mut started = None;
                 if let (Some(wait), Some(status @ (429 | 503))) =
                     (refusal.retry_after(), refusal.status())
                     && refusal.cause() != Cause::EngineOutOfCredit
                 {
-                    self.hold_for(now, wait, format!("HTTP {status}"));
+                    started = self.hold_for(now, wait, format!("HTTP {status}"));
                 }
                 if let Some(duration) = self.latch_for
                     && refusal.status().is_some()
@@ -102,6 +154,7 @@ impl Limits {
                 {
                     self.latch(now, duration, refusal, generation);
                 }
+                started
             }
         }
     }
@@ -137,24 +190,34 @@ impl Limits {
     }
 
     /// Holds every send until `now + wait` (at most the ceiling), unless a
-    /// longer hold is in force.
-    fn hold_for(&self, now: Instant, wait: Duration, why: String) {
+    /// longer hold is in force; the hold, when it is the new one.
+    fn hold_for(&self, now: Instant, wait: Duration, why: String) -> Option<Hold> {
         if !self.respect {
-            return;
+            return None;
         }
-        let until = later(now, wait.min(self.max_hold));
+        let hold = Hold {
+            until: later(now, wait.min(self.max_hold)),
+            asked_at: SystemTime::now(),
+            asked: wait,
+            ceiling: (wait > self.max_hold).then_some(self.max_hold),
+            why,
+            fleet: None,
+        };
+        self.keep(hold)
+    }
+
+    /// Keeps `hold` unless one that ends no sooner is in force; `hold`,
+    /// when it was kept.
+    fn keep(&self, new: Hold) -> Option<Hold> {
         let mut hold = self
             .hold
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if hold.as_ref().is_none_or(|held| held.until < until) {
-            *hold = Some(Hold {
-                until,
-                asked_at: SystemTime::now(),
-                asked: wait,
-                ceiling: (wait > self.max_hold).then_some(self.max_hold),
-                why,
-            });
+        if hold.as_ref().is_none_or(|held| held.until < new.until) {
+            *hold = Some(new.clone());
+            Some(new)
+        } else {
+            None
         }
     }
 
@@ -208,8 +271,8 @@ mod tests {
     fn a_longer_hold_is_kept_and_an_expired_one_is_none() {
         let limits = Limits::new(true, None, DEFAULT_MAX_HOLD);
         let now = Instant::now();
-        limits.observe(now, Seen::Refused(&over_quota(429, 10), 0));
-        limits.observe(now, Seen::Refused(&over_quota(503, 1), 0));
+        let _ = limits.observe(now, Seen::Refused(&over_quota(429, 10), 0));
+        let _ = limits.observe(now, Seen::Refused(&over_quota(503, 1), 0));
         let hold = limits.hold(now).expect("held");
         assert_eq!(hold.why, "HTTP 429");
         assert!(limits.hold(now + Duration::from_secs(11)).is_none());
@@ -224,7 +287,7 @@ mod tests {
             limits.gate(now, &RetryPolicy::new(), far),
             Gate::Open
         ));
-        limits.observe(now, Seen::Refused(&over_quota(429, 5), 0));
+        let _ = limits.observe(now, Seen::Refused(&over_quota(429, 5), 0));
         assert!(matches!(
             limits.gate(now, &RetryPolicy::new(), far),
             Gate::Wait(_)
@@ -247,7 +310,7 @@ mod tests {
         let limits = Limits::new(true, None, Duration::from_secs(60));
         let now = Instant::now();
         let refusal = over_quota(429, u64::MAX);
-        limits.observe(now, Seen::Refused(&refusal, 0));
+        let _ = limits.observe(now, Seen::Refused(&refusal, 0));
         let hold = limits.hold(now).expect("held");
         assert_eq!(hold.until, now + Duration::from_secs(60));
         assert_eq!(hold.asked, Duration::from_secs(u64::MAX));
@@ -255,15 +318,15 @@ mod tests {
         let answer = Seen::Answer {
             exhausted: Some(Duration::MAX),
         };
-        Limits::new(true, None, Duration::MAX).observe(now, answer);
+        let _ = Limits::new(true, None, Duration::MAX).observe(now, answer);
     }
 
     #[test]
     fn limits_not_respected_never_hold() {
         let limits = Limits::new(false, None, DEFAULT_MAX_HOLD);
         let now = Instant::now();
-        limits.observe(now, Seen::Refused(&over_quota(429, 10), 0));
-        limits.observe(
+        let _ = limits.observe(now, Seen::Refused(&over_quota(429, 10), 0));
+        let _ = limits.observe(
             now,
             Seen::Answer {
                 exhausted: Some(Duration::from_secs(10)),
@@ -279,11 +342,11 @@ mod tests {
         let refusal = Refusal::new(Cause::EngineOutOfCredit, "r", "X_TOKEN", None)
             .with_status(429)
             .with_retry_after(Duration::from_secs(10));
-        limits.observe(now, Seen::Refused(&refusal, 0));
+        let _ = limits.observe(now, Seen::Refused(&refusal, 0));
         assert!(limits.hold(now).is_none());
         assert!(limits.latched(now, 0).is_some());
         assert!(limits.latched(now + Duration::from_secs(6), 0).is_none());
-        limits.observe(now, Seen::Refused(&refusal, 0));
+        let _ = limits.observe(now, Seen::Refused(&refusal, 0));
         assert!(
             limits.latched(now, 1).is_none(),
             "a new token clears the latch"
