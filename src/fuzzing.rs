@@ -79,6 +79,27 @@ pub fn conceal_in_pieces(concealer: &Concealer, pieces: &[&str]) -> (String, usi
     (out, most, concealer.reach())
 }
 
+/// A token file's content as the transport reads it: the header value it
+/// sends (`Bearer <token>`), or what a refusal says is wrong with it.
+pub fn token_file(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let origin = crate::origin::Origin::File {
+        path: "/run/secrets/engine".to_owned(),
+        variable: Some("CHANT_BEHAVIOUR_TOKEN_FILE".to_owned()),
+        twin: "CHANT_BEHAVIOUR_TOKEN_FILE".to_owned(),
+    };
+    crate::token::file::parse(bytes, origin)
+        .map(|token| token.header().as_bytes().to_vec())
+        .map_err(|problem| problem.describe())
+}
+
+/// A shared hold's stored value as another process reads it back: the
+/// record's `(why, asked ms, asked at Unix ms)`, or `None` for a value it
+/// did not write; and what writing that record back stores.
+#[cfg(feature = "redis")]
+pub fn shared_record(value: &[u8]) -> Option<((String, u128, u128), String)> {
+    crate::limits::shared::Record::decode_for_fuzzing(value)
+}
+
 pub use self::engine::{End, Piece, Reply, Script, Sent, send_all};
 
 /// A scripted engine for the response path end to end: every attempt of

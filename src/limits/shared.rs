@@ -628,6 +628,19 @@ impl Record {
         format!("{FORMAT}|{at}|{asked}|{why}")
     }
 
+    /// What [`crate::fuzzing::shared_record`] shows of a decoded value,
+    /// and the value its record encodes to.
+    #[cfg(fuzzing)]
+    pub(crate) fn decode_for_fuzzing(value: &[u8]) -> Option<((String, u128, u128), String)> {
+        let record = Record::decode(value)?;
+        let at = record
+            .asked_at
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis());
+        let shown = (record.why.clone(), record.asked.as_millis(), at);
+        Some((shown, record.encode()))
+    }
+
     /// The record `value` holds, or `None` for anything this code did not
     /// write: another version, a number that does not fit, a `why` too long
     /// or with control characters.

@@ -223,12 +223,7 @@ impl TokenFile {
             std::io::ErrorKind::NotFound => FileProblem::Missing,
             _ => FileProblem::Unreadable,
         })?;
-        let text = String::from_utf8(bytes).map_err(|_| FileProblem::NotText)?;
-        if text.trim().is_empty() {
-            return Err(FileProblem::Empty);
-        }
-        Token::new(&text, self.origin.clone())
-            .map_err(|unusable| FileProblem::NotAHeaderValue(unusable.problem()))
+        parse(&bytes, self.origin.clone())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -236,4 +231,17 @@ impl TokenFile {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// The token a token file's `bytes` hold: trimmed, and checked like any
+/// token. What is wrong never quotes the content.
+pub(crate) fn parse(bytes: &[u8], origin: Origin) -> Result<Token, FileProblem> {
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
+        return Err(FileProblem::TooLarge);
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| FileProblem::NotText)?;
+    if text.trim().is_empty() {
+        return Err(FileProblem::Empty);
+    }
+    Token::new(text, origin).map_err(|unusable| FileProblem::NotAHeaderValue(unusable.problem()))
 }
