@@ -223,9 +223,13 @@ fn random_tokens_echoed_anywhere_come_out_nowhere() {
             ("x-ratelimit-reset-requests", echo.clone()),
             (
                 "www-authenticate",
+                // The scope is quoted, so the echo goes in without its
+                // quotes and backslashes, each replaced: removed, a token
+                // ending in `\` would leave its own prefix before the
+                // report's `\"`, and the report would spell the token.
                 format!(
                     "Bearer error=invalid_token, error_description={echo}, scope=\"{}\"",
-                    echo.replace(['"', '\\'], "")
+                    echo.replace(['"', '\\'], "_")
                 ),
             ),
             ("location", format!("https://{echo}.example/{echo}")),

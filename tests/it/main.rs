@@ -6,7 +6,8 @@
 //! Three behaviours keep binaries of their own, because they change the
 //! whole process: `tests/memory.rs` installs a counting global allocator,
 //! `tests/no_ambient_proxy.rs` sets process-wide proxy variables, and
-//! `tests/trace.rs` installs a global `tracing` subscriber.
+//! `tests/trace.rs` installs a global `tracing` subscriber. The cargo
+//! features' tests are `tests/features/main.rs`, built only with them.
 
 mod support;
 
@@ -17,8 +18,6 @@ mod concealer_catches_every_form;
 mod concealer_properties;
 mod every_option_through_the_trait;
 mod every_row_of_the_wire_table;
-#[cfg(feature = "redis")]
-mod fleet;
 mod hostile_engines;
 mod limits;
 mod no_redirect_is_followed;

@@ -5,7 +5,7 @@
 //! token in any form.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -64,45 +64,6 @@ const TOUR_ROWS: [(&str, &str); 27] = [
     ("stream stalled", "engine-unreachable"),
 ];
 
-/// The built example: `cargo test` builds examples next to `deps/`, where
-/// this test binary lives.
-pub(crate) fn probe_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary knows its own path");
-    let profile = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test binary lives in <target>/<profile>/deps");
-    let probe = profile
-        .join("examples")
-        .join(format!("probe{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        probe.is_file(),
-        "the probe example is not built at {}: run `cargo build --example probe` first \
-         (a plain `cargo test` builds it; `cargo test --test it` alone does not)",
-        probe.display()
-    );
-    // `cargo test --test it` alone runs whatever example was built
-    // last; a stale one would test old code without saying so.
-    let built = modified(&probe);
-    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/probe");
-    for entry in std::fs::read_dir(&sources).expect("examples/probe is readable") {
-        let source = entry.expect("a directory entry").path();
-        assert!(
-            modified(&source) <= built,
-            "the probe at {} is older than {}: run `cargo build --example probe` (or a plain `cargo test`)",
-            probe.display(),
-            source.display()
-        );
-    }
-    probe
-}
-
-fn modified(path: &Path) -> std::time::SystemTime {
-    std::fs::metadata(path)
-        .and_then(|meta| meta.modified())
-        .unwrap_or_else(|error| panic!("no modification time for {}: {error}", path.display()))
-}
-
 struct Run {
     status: i32,
     stdout: String,
@@ -139,7 +100,7 @@ async fn probe(args: &[&str], vars: &[(&str, &str)]) -> Run {
 }
 
 fn run_blocking(args: &[String], vars: &[(String, String)]) -> Run {
-    let mut command = Command::new(probe_path());
+    let mut command = Command::new(crate::support::probe_path());
     command
         .env_clear()
         .args(args)

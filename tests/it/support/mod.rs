@@ -15,6 +15,7 @@ pub mod raw_http;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use meterwire::{Env, HttpTransport, HttpTransportBuilder, Refusal};
@@ -98,4 +99,43 @@ pub fn assert_refusal_shape_in(refusal: &Refusal, scope: &str) {
         reason.contains(scope),
         "the reason does not name the scope {scope:?}: {reason:?}"
     );
+}
+
+/// The built example: `cargo test` builds examples next to `deps/`, where
+/// this test binary lives.
+pub fn probe_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary knows its own path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary lives in <target>/<profile>/deps");
+    let probe = profile
+        .join("examples")
+        .join(format!("probe{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        probe.is_file(),
+        "the probe example is not built at {}: run `cargo build --example probe` first \
+         (a plain `cargo test` builds it; `cargo test --test it` alone does not)",
+        probe.display()
+    );
+    // `cargo test --test it` alone runs whatever example was built
+    // last; a stale one would test old code without saying so.
+    let built = modified(&probe);
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/probe");
+    for entry in std::fs::read_dir(&sources).expect("examples/probe is readable") {
+        let source = entry.expect("a directory entry").path();
+        assert!(
+            modified(&source) <= built,
+            "the probe at {} is older than {}: run `cargo build --example probe` (or a plain `cargo test`)",
+            probe.display(),
+            source.display()
+        );
+    }
+    probe
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .unwrap_or_else(|error| panic!("no modification time for {}: {error}", path.display()))
 }

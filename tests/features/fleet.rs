@@ -369,7 +369,7 @@ fn probes(processes: usize, address: &str, extra: &[String]) {
         .map(|process| {
             // Each process a little off the others' pace, as predictors are.
             let every = (25 + 2 * process).to_string();
-            Command::new(crate::the_probe::probe_path())
+            Command::new(crate::support::probe_path())
                 .env_clear()
                 .env("CHANT_BEHAVIOUR_ENGINE", address)
                 .env("CHANT_BEHAVIOUR_TOKEN", TOKEN)
