@@ -127,23 +127,8 @@ impl TokenFile {
                 .read_at
                 .is_none_or(|read_at| now.saturating_duration_since(read_at) >= self.interval);
         if due {
-            state.read_at = Some(now);
             state.stale = false;
-            match self.read() {
-                Ok(token) => {
-                    state.problem = None;
-                    self.adopt(&mut state, token, concealer);
-                }
-                Err(problem) => {
-                    tracing::warn!(
-                        path = %self.path.display(),
-                        problem = %problem.describe(),
-                        kept = state.current.is_some(),
-                        "the token file could not be read; the last good token (if any) is kept"
-                    );
-                    state.problem = Some(problem);
-                }
-            }
+            self.reread(&mut state, now, concealer);
         }
         match &state.current {
             Some((_, header, generation)) => Ok(Current {
@@ -165,21 +150,7 @@ impl TokenFile {
         concealer: &Concealer,
     ) -> Option<Current> {
         let mut state = self.lock();
-        state.read_at = Some(now);
-        match self.read() {
-            Ok(token) => {
-                state.problem = None;
-                self.adopt(&mut state, token, concealer);
-            }
-            Err(problem) => {
-                tracing::warn!(
-                    path = %self.path.display(),
-                    problem = %problem.describe(),
-                    "the token file could not be read after the engine rejected its token"
-                );
-                state.problem = Some(problem);
-            }
-        }
+        self.reread(&mut state, now, concealer);
         match &state.current {
             Some((_, header, generation)) if *generation != judged => Some(Current {
                 header: header.clone(),
@@ -188,6 +159,28 @@ impl TokenFile {
             _ => {
                 state.stale = true;
                 None
+            }
+        }
+    }
+
+    /// Reads the file at `now`: a new token is kept, a failed read is
+    /// warned about (naming the path and what was wrong, never the
+    /// content) and the last good token kept.
+    fn reread(&self, state: &mut State, now: Instant, concealer: &Concealer) {
+        state.read_at = Some(now);
+        match self.read() {
+            Ok(token) => {
+                state.problem = None;
+                self.adopt(state, token, concealer);
+            }
+            Err(problem) => {
+                tracing::warn!(
+                    path = %self.path.display(),
+                    problem = %problem.describe(),
+                    kept = state.current.is_some(),
+                    "the token file could not be read; the last good token (if any) is kept"
+                );
+                state.problem = Some(problem);
             }
         }
     }

@@ -186,86 +186,40 @@ fn unserializable(category: &str) -> Refusal {
     )
 }
 
-impl<T: Transport + ?Sized> Transport for &T {
-    fn send(
-        &self,
-        body: Bytes,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
-        (**self).send(body)
-    }
+/// A transport behind a reference or a pointer is the transport: every
+/// method forwards, defaults included, so a wrapper never loses an option.
+macro_rules! forward {
+    ($($pointer:ty),+) => {$(
+        impl<T: Transport + ?Sized> Transport for $pointer {
+            fn send(
+                &self,
+                body: Bytes,
+            ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+                (**self).send(body)
+            }
 
-    fn execute(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
-        (**self).execute(request)
-    }
+            fn execute(
+                &self,
+                request: Request,
+            ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+                (**self).execute(request)
+            }
 
-    fn stream(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
-        (**self).stream(request)
-    }
+            fn stream(
+                &self,
+                request: Request,
+            ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+                (**self).stream(request)
+            }
 
-    fn meter(&self) -> Option<MeterSnapshot> {
-        (**self).meter()
-    }
+            fn meter(&self) -> Option<MeterSnapshot> {
+                (**self).meter()
+            }
+        }
+    )+};
 }
 
-impl<T: Transport + ?Sized> Transport for Arc<T> {
-    fn send(
-        &self,
-        body: Bytes,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
-        (**self).send(body)
-    }
-
-    fn execute(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
-        (**self).execute(request)
-    }
-
-    fn stream(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
-        (**self).stream(request)
-    }
-
-    fn meter(&self) -> Option<MeterSnapshot> {
-        (**self).meter()
-    }
-}
-
-impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn send(
-        &self,
-        body: Bytes,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
-        (**self).send(body)
-    }
-
-    fn execute(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
-        (**self).execute(request)
-    }
-
-    fn stream(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
-        (**self).stream(request)
-    }
-
-    fn meter(&self) -> Option<MeterSnapshot> {
-        (**self).meter()
-    }
-}
+forward!(&T, Arc<T>, Box<T>);
 
 impl Transport for HttpTransport {
     fn send(

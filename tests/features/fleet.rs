@@ -22,7 +22,7 @@ use crate::support::{SCOPE, TOKEN, assert_refusal_shape, builder_for};
 static ONE_FLEET_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The engine's window, and the requests the account may make in one.
-const WINDOW: Duration = Duration::from_millis(500);
+const WINDOW: Duration = Duration::from_secs(1);
 const QUOTA: u32 = 5;
 /// How many windows a run spans, the first included.
 const WINDOWS: u32 = 4;
@@ -111,8 +111,8 @@ async fn fleet(processes: usize, shared: Option<&Redis>) -> Vec<u32> {
             builder = builder.shared_hold(redis.url());
         }
         let transport = builder.build().expect("builds");
-        // Paced 25 to 31 ms apart, each process a little off the others.
-        let pace = Duration::from_millis(25 + 2 * process as u64);
+        // Paced 80 to 98 ms apart, each process a little off the others.
+        let pace = Duration::from_millis(80 + 6 * process as u64);
         tasks.push(tokio::spawn(async move {
             // Bounded: a few hundred sends at most.
             for _ in 0..1_000 {
@@ -144,36 +144,46 @@ async fn a_fleet_of_transports_sends_one_429_per_window_not_one_each() {
 
 /// The `429`s per window of four senders alone and sharing a hold. Alone,
 /// each learns the window from a `429` of its own: four a window at least.
-/// Together, one `429` holds the fleet; a send already in flight when it
-/// came back is the small race (the time from the engine's `429` to the
-/// hold in Redis: a millisecond or so, a few in a debug build on a busy
-/// machine). The first window is the start, when each sender's first sends
-/// go before any `429` has come back.
+/// Together, one `429` holds the fleet; a send already on its way when the
+/// first `429` came back is the small race, and it grows with the machine's
+/// load (a process must be scheduled to read the `429` and tell Redis; on a
+/// quiet machine, a release build: one `429` a window). The first window is
+/// the start, when each sender's first sends go before any `429` has come
+/// back. Checked: windows after the start with at most three `429`s, three
+/// quarters of alone's at most in all, and one at least with the one `429`
+/// a shared hold allows.
 fn assert_one_per_window_and_a_race(alone: &[u32], together: &[u32]) {
     assert!(alone.iter().all(|&n| n >= 4), "alone: {alone:?}");
-    let after_start = &together[1..];
+    let (alone_after, after_start) = (&alone[1..], &together[1..]);
     assert!(after_start.iter().all(|&n| n <= 3), "shared: {together:?}");
-    // Half of alone's at most, over the windows after the start.
-    let count = u32::try_from(after_start.len()).unwrap_or(u32::MAX);
+    let (alone_sum, shared_sum): (u32, u32) = (alone_after.iter().sum(), after_start.iter().sum());
     assert!(
-        after_start.iter().sum::<u32>() <= 2 * count,
-        "shared: {together:?}"
+        shared_sum * 4 <= alone_sum * 3,
+        "shared {together:?}, alone {alone:?}"
     );
+    assert!(after_start.contains(&1), "shared: {together:?}");
 }
 
-#[tokio::test]
-async fn a_hold_another_process_set_holds_this_one_and_says_where_it_came_from() {
-    let redis = Redis::start();
+/// An engine whose account is spent for 30 s, saying `body`, that expects
+/// `requests` requests.
+async fn spent(body: &str, requests: u64) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(any())
         .respond_with(
             ResponseTemplate::new(429)
                 .insert_header("retry-after", "30")
-                .set_body_string("slow down"),
+                .set_body_string(body.to_owned()),
         )
-        .expect(1)
+        .expect(requests)
         .mount(&server)
         .await;
+    server
+}
+
+#[tokio::test]
+async fn a_hold_another_process_set_holds_this_one_and_says_where_it_came_from() {
+    let redis = Redis::start();
+    let server = spent("slow down", 1).await;
     let build = || {
         builder_for(&server.uri(), SCOPE)
             .shared_hold(redis.url())
@@ -240,15 +250,7 @@ async fn respect_limits_off_reads_no_shared_hold() {
 #[tokio::test]
 async fn the_keys_hold_nothing_of_the_token_in_any_form() {
     let redis = Redis::start();
-    let server = MockServer::start().await;
-    Mock::given(any())
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "30")
-                .set_body_string(format!("token {TOKEN} is over its quota")),
-        )
-        .mount(&server)
-        .await;
+    let server = spent(&format!("token {TOKEN} is over its quota"), 1).await;
     let transport = builder_for(&server.uri(), SCOPE)
         .shared_hold(redis.url())
         .build()
@@ -368,12 +370,12 @@ fn probes(processes: usize, address: &str, extra: &[String]) {
     let children: Vec<_> = (0..processes)
         .map(|process| {
             // Each process a little off the others' pace, as predictors are.
-            let every = (25 + 2 * process).to_string();
+            let every = (80 + 6 * process).to_string();
             Command::new(crate::support::probe_path())
                 .env_clear()
                 .env("CHANT_BEHAVIOUR_ENGINE", address)
                 .env("CHANT_BEHAVIOUR_TOKEN", TOKEN)
-                .args(["--json", "--repeat", "90", "--every-ms", &every])
+                .args(["--json", "--repeat", "55", "--every-ms", &every])
                 .args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())

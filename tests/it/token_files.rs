@@ -116,6 +116,17 @@ fn transport(server: &MockServer, file: &Path) -> HttpTransport {
         .expect("builds")
 }
 
+/// A transport whose token is the file at `file`, given in code and read
+/// at every send.
+fn reading_every_send(server: &MockServer, file: &Path) -> HttpTransport {
+    HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+        .token_file(file)
+        .token_file_interval(Duration::ZERO)
+        .build()
+        .expect("builds")
+}
+
 #[tokio::test]
 async fn a_trailing_newline_or_crlf_is_trimmed() {
     for content in [format!("{OLD}\n"), format!("  {OLD}\r\n"), OLD.to_owned()] {
@@ -215,12 +226,7 @@ async fn a_truncate_and_rewrite_keeps_the_last_good_token_meanwhile() {
     std::fs::write(&file, OLD).expect("write");
     let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
     let server = engine(&accepted, "{}").await;
-    let transport = HttpTransport::builder(SCOPE)
-        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
-        .token_file(&file)
-        .token_file_interval(Duration::ZERO)
-        .build()
-        .expect("builds");
+    let transport = reading_every_send(&server, &file);
     transport.send("{}").await.expect("the old token");
     // Truncated in place: empty for a moment, then the new token.
     std::fs::write(&file, "").expect("truncate");
@@ -241,12 +247,7 @@ async fn a_file_deleted_and_restored_keeps_the_last_good_token_meanwhile() {
     std::fs::write(&file, OLD).expect("write");
     let accepted = Accepted(Arc::new(Mutex::new(OLD.to_owned())));
     let server = engine(&accepted, "{}").await;
-    let transport = HttpTransport::builder(SCOPE)
-        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
-        .token_file(&file)
-        .token_file_interval(Duration::ZERO)
-        .build()
-        .expect("builds");
+    let transport = reading_every_send(&server, &file);
     transport.send("{}").await.expect("the old token");
     std::fs::remove_file(&file).expect("delete");
     transport
