@@ -47,7 +47,6 @@ use crate::refusal::evidence::words::{engine_value, engine_words, stream_error};
 use crate::refusal::failure::{Answered, Failure, refusal_after_head};
 use crate::refusal::site::Site;
 use crate::refusal::stream::{StreamError, Timer, in_stream_error, timed_out};
-use crate::transport::HttpTransport;
 use crate::transport::reply::{Opened, Pieces};
 use crate::transport::utf8::Utf8Pieces;
 use sse::{Gathered, Lines};
@@ -141,9 +140,33 @@ pub(crate) struct Timers {
     pub(crate) end_ms: u64,
 }
 
+/// The transport a stream came from, as the stream needs it: the
+/// concealer and the cap it reads with, and the meter and span it reports
+/// to as it goes and when it ends. A trait, so that this module needs
+/// nothing of the transport's own.
+pub(crate) trait Upstream: Send + Sync {
+    fn concealer(&self) -> &Concealer;
+    fn max_answer_bytes(&self) -> u64;
+    /// `bytes` of the body arrived.
+    fn received(&self, bytes: usize);
+    /// The first byte arrived `after` the send began.
+    fn first_byte_after(&self, after: Duration);
+    /// The stream ended in `refusal` after its head.
+    fn streamed_refusal(&self, span: &tracing::Span, refusal: &Refusal, elapsed: Duration);
+    /// The stream ended as an answer.
+    fn answered(
+        &self,
+        span: &tracing::Span,
+        status: u16,
+        attempts: u32,
+        request_id: Option<&str>,
+        elapsed: Duration,
+    );
+}
+
 /// How a stream from a transport is metered and traced when it ends.
 pub(crate) struct Ending {
-    pub(crate) transport: HttpTransport,
+    pub(crate) transport: Box<dyn Upstream>,
     pub(crate) site: Site,
     pub(crate) span: tracing::Span,
     pub(crate) started: Instant,

@@ -203,3 +203,36 @@ impl HttpTransport {
         self.execute_request(Request::json(request)).await
     }
 }
+
+impl crate::stream::Upstream for HttpTransport {
+    fn concealer(&self) -> &Concealer {
+        HttpTransport::concealer(self)
+    }
+
+    fn max_answer_bytes(&self) -> u64 {
+        HttpTransport::max_answer_bytes(self)
+    }
+
+    fn received(&self, bytes: usize) {
+        HttpTransport::received(self, bytes);
+    }
+
+    fn first_byte_after(&self, after: Duration) {
+        HttpTransport::first_byte_after(self, after);
+    }
+
+    fn streamed_refusal(&self, span: &tracing::Span, refusal: &Refusal, elapsed: Duration) {
+        HttpTransport::streamed_refusal(self, span, refusal, elapsed);
+    }
+
+    fn answered(
+        &self,
+        span: &tracing::Span,
+        status: u16,
+        attempts: u32,
+        request_id: Option<&str>,
+        elapsed: Duration,
+    ) {
+        HttpTransport::answered(self, span, status, attempts, request_id, elapsed);
+    }
+}

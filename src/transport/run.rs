@@ -172,7 +172,7 @@ impl HttpTransport {
                     end_ms: millis(timers.stream.unwrap_or(self.inner.stream_deadline)),
                 };
                 let ending = Ending {
-                    transport: self.clone(),
+                    transport: Box::new(self.clone()),
                     site,
                     span,
                     started,
