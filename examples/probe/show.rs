@@ -104,11 +104,14 @@ pub fn print_refusal(refusal: &Refusal, style: &Style) {
         out!("  {}  {source}", style.bold("source"));
     }
     if let Some(delay) = refusal.retry_after() {
+        let at = match clock_after(SystemTime::now(), delay) {
+            Some(clock) => format!("at {clock} UTC"),
+            None => "past any date a calendar shows".to_owned(),
+        };
         out!(
-            "  {}   in {} (at {} UTC)",
+            "  {}   in {} ({at})",
             style.bold("retry"),
-            human_delay(delay),
-            clock_after(SystemTime::now(), delay)
+            human_delay(delay)
         );
     }
     if let Some(id) = refusal.request_id() {
@@ -139,20 +142,27 @@ pub fn human_delay(delay: Duration) -> String {
 }
 
 /// The UTC wall-clock time `delay` after `now`, as `HH:MM` (with the date
-/// when it is not today).
-pub fn clock_after(now: SystemTime, delay: Duration) -> String {
-    let at = now.checked_add(delay).unwrap_or(now);
+/// when it is not today); `None` past the year 9999, which no HTTP date
+/// can name (an engine can ask for any number of seconds).
+pub fn clock_after(now: SystemTime, delay: Duration) -> Option<String> {
+    const YEAR_10000: Duration = Duration::from_secs(253_402_300_800);
+    let at = now.checked_add(delay)?;
+    if at.duration_since(UNIX_EPOCH).unwrap_or_default() >= YEAR_10000 {
+        return None;
+    }
     let secs_at = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let secs_now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let clock = format!("{:02}:{:02}", secs_at % 86_400 / 3600, secs_at % 3600 / 60);
     if secs_at / 86_400 == secs_now / 86_400 {
-        clock
+        Some(clock)
     } else {
         // `Sun, 29 Nov 2026 07:28:00 GMT` → `Sun, 29 Nov 2026 07:28`.
         let date = httpdate::fmt_http_date(at);
-        date.get(..date.len().saturating_sub(7))
-            .unwrap_or(&date)
-            .to_owned()
+        Some(
+            date.get(..date.len().saturating_sub(7))
+                .unwrap_or(&date)
+                .to_owned(),
+        )
     }
 }
 

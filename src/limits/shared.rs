@@ -637,6 +637,8 @@ impl Record {
             .asked_at
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_millis());
+        // As a held refusal says it: a date no HTTP date names included.
+        let _ = crate::clock::http_date(record.asked_at);
         let shown = (record.why.clone(), record.asked.as_millis(), at);
         Some((shown, record.encode()))
     }

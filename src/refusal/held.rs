@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use super::site::Site;
+use crate::clock::http_date;
 use crate::refusal::{Cause, Refusal};
 use crate::text::seconds_phrase;
 
@@ -67,7 +68,7 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
             format!(
                 "{}: the send was held, not sent: at {} {asked}, by {}, to wait {} before sending again{window}; the account billed through {} is held until then",
                 site.subject(),
-                httpdate::fmt_http_date(hold.asked_at),
+                http_date(hold.asked_at),
                 hold.why,
                 seconds_phrase(hold.asked),
                 token.holding("the token")
@@ -99,7 +100,7 @@ pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
         format!(
             "{subject}: the send was latched, not sent, for {} more: at {} {said}",
             seconds_phrase(left),
-            httpdate::fmt_http_date(latched.at),
+            http_date(latched.at),
         ),
         original.remedy(),
         original.variable().map(str::to_owned),

@@ -228,6 +228,42 @@ async fn a_hold_another_process_set_holds_this_one_and_says_where_it_came_from()
 }
 
 #[tokio::test]
+async fn a_hold_a_stranger_wrote_with_any_numbers_is_read_without_a_panic() {
+    let redis = Redis::start();
+    let server = spent("slow down", 0).await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .shared_hold(redis.url())
+        .build()
+        .expect("builds");
+    let key = format!(
+        "meterwire:hold:acme:{}",
+        server.uri().trim_start_matches("http://")
+    );
+    // Asked at the last millisecond a u64 names, for as long: well formed,
+    // and past any date a clock or an HTTP date can show.
+    let value = format!("v1|{}|{}|HTTP 429", u64::MAX, u64::MAX);
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(&value)
+        .arg("PX")
+        .arg(60_000)
+        .query(&mut redis.connection())
+        .expect("SET");
+    let held = transport.send("{}").await.expect_err("held by the fleet");
+    assert_eq!((held.cause(), held.attempts()), (Cause::EngineOverQuota, 0));
+    assert!(
+        held.reason().contains("a time past the year 9999"),
+        "{}",
+        held.reason()
+    );
+    assert!(
+        held.retry_after()
+            .is_some_and(|left| left <= Duration::from_secs(60))
+    );
+    assert_refusal_shape(&held);
+}
+
+#[tokio::test]
 async fn respect_limits_off_reads_no_shared_hold() {
     let redis = Redis::start();
     let (server, _account) = engine().await;
