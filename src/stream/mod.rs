@@ -54,7 +54,7 @@ use sse::{Gathered, Lines};
 /// How much of an error's `type` or `code` a reason quotes.
 const CODE_LIMIT: usize = 100;
 
-/// An answer read as it arrives, from [`HttpTransport::stream`],
+/// An answer read as it arrives, from [`HttpTransport::stream`](crate::HttpTransport::stream),
 /// [`Call::stream`](crate::Call::stream) or [`Transport::stream`](crate::Transport::stream).
 ///
 /// Read it in one of three ways, as its `content_type()` suggests: text as
