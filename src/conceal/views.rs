@@ -82,34 +82,37 @@ impl Families {
     /// a second reading, a lenient JSON reader's, alone and combined, when
     /// `lenient` says it differs from JavaScript's somewhere
     /// ([`lenient_differs`]).
+    #[cfg(test)]
     pub(super) fn views(self, lenient: bool) -> Vec<Families> {
+        self.each_view(lenient).collect()
+    }
+
+    /// [`Families::views`], one at a time.
+    pub(super) fn each_view(self, lenient: bool) -> impl Iterator<Item = Families> {
         let lenient = lenient && self.escapes;
-        let singles = [
+        let combined =
+            usize::from(self.escapes) + usize::from(self.percent) + usize::from(self.refs) >= 2;
+        let together = Families {
+            lenient: false,
+            ..self
+        };
+        [
             (self.escapes, Families::ESCAPES),
             (lenient, Families::LENIENT),
             (self.percent, Families::PERCENT),
             (self.refs, Families::REFS),
-        ];
-        let mut views: Vec<Families> = singles
-            .iter()
-            .filter(|(present, _)| *present)
-            .map(|(_, f)| *f)
-            .collect();
-        if usize::from(self.escapes) + usize::from(self.percent) + usize::from(self.refs) >= 2 {
-            let combined = Families {
-                lenient: false,
-                ..self
-            };
-            views.push(combined);
-            if lenient {
-                views.push(Families {
+            (combined, together),
+            (
+                combined && lenient,
+                Families {
                     escapes: false,
                     lenient: true,
-                    ..combined
-                });
-            }
-        }
-        views
+                    ..together
+                },
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(wanted, families)| wanted.then_some(families))
     }
 
     /// Whether backslashes are present (or read) at all.
@@ -244,8 +247,10 @@ impl View {
     pub(super) fn decode(src: &[u8], families: Families, runs: Runs) -> View {
         let mut view = View {
             bytes: Vec::with_capacity(src.len()),
-            marks: Vec::new(),
-            widths: Vec::new(),
+            // A few escapes before the first growth: a view of a stretch
+            // around one echo holds a handful.
+            marks: Vec::with_capacity(16),
+            widths: Vec::with_capacity(16),
             start_hint: Cell::new(0),
             end_hint: Cell::new(0),
         };
@@ -308,6 +313,9 @@ impl View {
         escaped: bool,
         adjacent: impl Fn(u8, u8) -> bool,
     ) -> Option<View> {
+        if !holds_break(src, escaped) {
+            return None;
+        }
         let joins = joins(src, escaped, adjacent);
         if joins.is_empty() {
             return None;
@@ -413,6 +421,23 @@ impl View {
     }
 }
 
+/// Whether `src` holds a line break of the kind a joined view drops (raw,
+/// or JSON-escaped): most views hold none, and are turned down before any
+/// break is read.
+fn holds_break(src: &[u8], escaped: bool) -> bool {
+    if !escaped {
+        return memchr2(b'\n', b'\r', src).is_some();
+    }
+    let mut at = 0;
+    while let Some(k) = src.get(at..).and_then(|rest| memchr(b'\\', rest)) {
+        if matches!(src.get(at + k + 1), Some(b'n' | b'r')) {
+            return true;
+        }
+        at += k + 1;
+    }
+    false
+}
+
 /// Whether a lenient JSON reader ([`lenient_escape`]) reads some backslash
 /// of `text` otherwise than JavaScript does (`\x41`, `\w`, `\v`, `\u{2B}`):
 /// only then is its view worth building. Where both read an escape, they
@@ -420,6 +445,13 @@ impl View {
 pub(super) fn lenient_differs(text: &[u8]) -> bool {
     let mut backslashes = Positions::of(text, b"\\");
     while let Some(p) = backslashes.next() {
+        // JSON's own two-byte escapes, which both read alike: one look.
+        if let Some(b'"' | b'\\' | b'/' | b'n' | b't' | b'r' | b'b' | b'f' | b'\'') =
+            text.get(p + 1)
+        {
+            backslashes.skip_to(p + 2);
+            continue;
+        }
         match (json_escape(text, p), lenient_escape(text, p)) {
             (Some(js), Some(lenient)) if js == lenient => backslashes.skip_to(p + js.0),
             (None, None) => {}
