@@ -15,7 +15,7 @@
 //!
 //! Finding such runs costs one pass at about the speed of memory: a run of
 //! at least `2c - 1` bytes holds a whole aligned chunk of `c` bytes, so
-//! 64 bytes at a time are compared with the two cut bytes (SSE2, through
+//! 128 bytes at a time are compared with the two cut bytes (SSE2, through
 //! `safe_arch`), each chunk's compares are folded into one byte by
 //! saturating packs, and only a chunk with none of them is looked at
 //! further: its run is found with memchr on either side, and kept when it
@@ -32,8 +32,9 @@ use safe_arch::{
     pack_i16_to_i8_m128i, set_splat_i8_m128i, zeroed_m128i,
 };
 
-/// How many bytes one pass of the compares covers.
-const BLOCK: usize = 64;
+/// How many bytes one pass of the compares covers: eight vectors, folded
+/// into one.
+const BLOCK: usize = 128;
 
 /// The separators stretches are cut at, in the order they are wanted:
 /// those generated text and JSON hold most often.
@@ -147,13 +148,45 @@ impl Gate {
     /// The run with no cut byte around the chunk at `at`, which has none:
     /// from after the last cut byte before it (not before `from`) to the
     /// first one after it (or the end of the text).
+    ///
+    /// Most runs end within a few words of the chunk: eight bytes at a time
+    /// are read as a number for a while, then memchr, whose set-up costs
+    /// more than a short run does.
     fn run_around(&self, text: &[u8], from: usize, at: usize) -> (usize, usize) {
         let [a, b] = self.cut;
-        let before = text.get(from..at).unwrap_or_default();
-        let start = memchr::memrchr2(a, b, before).map_or(from, |k| from + k + 1);
-        let after_chunk = (at + self.chunk).min(text.len());
-        let after = text.get(after_chunk..).unwrap_or_default();
-        let end = memchr::memchr2(a, b, after).map_or(text.len(), |k| after_chunk + k);
+        let cut = |word: u64| zero_bytes(word ^ splat(a)) | zero_bytes(word ^ splat(b));
+        let mut start = at;
+        let found_start = loop {
+            if start < from + WORD || at - start >= NEAR {
+                break None;
+            }
+            let word = word_at(text, start - WORD);
+            let cuts = cut(word);
+            if cuts != 0 {
+                // The highest byte that is a cut byte: the run starts after it.
+                break Some(start - (cuts.leading_zeros() as usize) / 8);
+            }
+            start -= WORD;
+        };
+        let start = found_start.unwrap_or_else(|| {
+            let before = text.get(from..start).unwrap_or_default();
+            memchr::memrchr2(a, b, before).map_or(from, |k| from + k + 1)
+        });
+        let mut end = (at + self.chunk).min(text.len());
+        let found_end = loop {
+            if end + WORD > text.len() || end - at >= NEAR {
+                break None;
+            }
+            let cuts = cut(word_at(text, end));
+            if cuts != 0 {
+                break Some(end + (cuts.trailing_zeros() as usize) / 8);
+            }
+            end += WORD;
+        };
+        let end = found_end.unwrap_or_else(|| {
+            let after = text.get(end..).unwrap_or_default();
+            memchr::memchr2(a, b, after).map_or(text.len(), |k| end + k)
+        });
         (start, end)
     }
 
@@ -186,18 +219,21 @@ impl Gate {
             cut(bytes)
         };
         // Each pack folds two bytes into one, and what is not zero stays
-        // so (saturation never makes zero): after three, a byte stands for
-        // 8 bytes of the block; after four, for 16.
+        // so (saturation never makes zero): after four, a byte stands for
+        // 8 bytes of the block; after five, for 16.
         let pack = pack_i16_to_i8_m128i;
-        let quarters = pack(pack(part(0), part(1)), pack(part(2), part(3)));
-        let eighths = pack(quarters, quarters);
+        let quarters = [
+            pack(pack(part(0), part(1)), pack(part(2), part(3))),
+            pack(pack(part(4), part(5)), pack(part(6), part(7))),
+        ];
+        let eighths = pack(quarters[0], quarters[1]);
         let zero = zeroed_m128i();
         let clean = |folded: m128i| move_mask_i8_m128i(cmp_eq_mask_i8_m128i(folded, zero));
         if self.chunk == 8 {
-            (clean(eighths) & 0xFF).cast_unsigned()
+            (clean(eighths) & 0xFFFF).cast_unsigned()
         } else {
             let sixteenths = pack(eighths, eighths);
-            (clean(sixteenths) & 0xF).cast_unsigned()
+            (clean(sixteenths) & 0xFF).cast_unsigned()
         }
     }
 
@@ -212,6 +248,30 @@ impl Gate {
             if whole && !cut { clean | 1 << k } else { clean }
         })
     }
+}
+
+/// How many bytes a word holds.
+const WORD: usize = 8;
+
+/// How far from its chunk a run's end is looked for a word at a time.
+const NEAR: usize = 64;
+
+/// `byte` in every byte of a word.
+fn splat(byte: u8) -> u64 {
+    0x0101_0101_0101_0101 * u64::from(byte)
+}
+
+/// The high bit of every byte of `word` that is zero, and no other bit.
+fn zero_bytes(word: u64) -> u64 {
+    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    !(((word & LOW) + LOW) | word) & !LOW
+}
+
+/// The eight bytes of `text` from `at`, the first the lowest.
+fn word_at(text: &[u8], at: usize) -> u64 {
+    text.get(at..)
+        .and_then(<[u8]>::first_chunk::<WORD>)
+        .map_or(0, |bytes| u64::from_le_bytes(*bytes))
 }
 
 #[cfg(test)]

@@ -257,13 +257,18 @@ impl<'t> Spans<'t> {
         // concealed then depends only on which bytes the hits covered, not
         // on the order or the pieces in which they were found.
         self.spans.sort_unstable();
-        let merged = merge(self.spans);
-        let mut widened: Vec<(usize, usize)> = merged
-            .into_iter()
-            .map(|span| whole_escapes(text.as_bytes(), span))
-            .collect();
-        widened.sort_unstable();
-        merge(widened)
+        let mut merged = merge(self.spans);
+        let mut widened = false;
+        for span in &mut merged {
+            let whole = whole_escapes(text.as_bytes(), *span);
+            widened |= whole != *span;
+            *span = whole;
+        }
+        if !widened {
+            return merged;
+        }
+        merged.sort_unstable();
+        merge(merged)
     }
 }
 
@@ -287,15 +292,24 @@ pub(super) fn replace<'t>(text: &'t str, spans: &[(usize, usize)]) -> Cow<'t, st
 }
 
 /// Sorted spans, with the overlapping and touching ones merged.
-fn merge(spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
-    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-    for (start, end) in spans {
-        match merged.last_mut() {
+fn merge(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    let mut kept: usize = 0;
+    for at in 0..spans.len() {
+        let Some(&(start, end)) = spans.get(at) else {
+            break;
+        };
+        match kept.checked_sub(1).and_then(|last| spans.get_mut(last)) {
             Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
+            _ => {
+                if let Some(slot) = spans.get_mut(kept) {
+                    *slot = (start, end);
+                }
+                kept += 1;
+            }
         }
     }
-    merged
+    spans.truncate(kept);
+    spans
 }
 
 /// How many escapes a span's edge may take in, one after the other.
@@ -344,9 +358,27 @@ fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, u
 /// at all (one vectorized look), and of those that do, only a trigger close
 /// enough for its longest escape to reach the edge is read.
 fn straddling(text: &[u8], edge: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    // An escape across the edge holds the bytes on both sides of it: a
+    // trigger or what follows one on the left (a letter or digit, `#`,
+    // `;`, `{`, `}`, or the backslash of a surrogate's second half), and
+    // the same but a trigger on the right, or anything after a backslash.
+    let inside =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'#' | b';' | b'{' | b'}' | b'\\');
+    let crossed = match (
+        edge.checked_sub(1).and_then(|k| text.get(k)),
+        text.get(edge),
+    ) {
+        (Some(b'\\'), Some(_)) => true,
+        (Some(&left), Some(&right)) => {
+            (inside(left) || matches!(left, b'%' | b'&')) && inside(right)
+        }
+        _ => false,
+    };
     let from = edge.saturating_sub(LONGEST_ESCAPE);
-    let before = text.get(from..edge).unwrap_or_default();
-    let first = memchr3(b'\\', b'%', b'&', before).map_or(edge, |k| from + k);
+    let first = match text.get(from..edge) {
+        Some(before) if crossed => memchr3(b'\\', b'%', b'&', before).map_or(edge, |k| from + k),
+        _ => edge,
+    };
     (first..edge).filter_map(move |p| {
         let reach = match text.get(p) {
             Some(b'\\') => LONGEST_BACKSLASH,
