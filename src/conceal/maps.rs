@@ -19,12 +19,12 @@ pub(super) trait SourceMap {
     fn copied(&self, start: usize, end: usize) -> bool;
 }
 
-/// The text itself.
-pub(super) struct Raw;
+/// The text itself, from this many bytes in.
+pub(super) struct Raw(pub(super) usize);
 
 impl SourceMap for Raw {
     fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
-        Some((start, end))
+        Some((start + self.0, end + self.0))
     }
 
     /// The text's own hits are the ones that must be recorded.

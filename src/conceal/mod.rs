@@ -24,6 +24,8 @@
 
 mod breaks;
 pub(crate) mod escapes;
+mod gate;
+mod grams;
 mod maps;
 mod patterns;
 mod positions;
@@ -36,6 +38,7 @@ mod windows;
 
 use crate::Env;
 use maps::{Nested, Raw, SourceMap, Window};
+use memchr::{memchr2, memchr3};
 use patterns::{Matcher, Search, compile};
 use scan::{Spans, replace, scan};
 use shapes::scrub_shapes;
@@ -46,7 +49,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use secrecy::{ExposeSecret, SecretString};
 use survey::survey;
-use views::{Families, View, lenient_differs};
+use views::{Holds, View, lenient_differs};
 use windows::windows;
 
 /// What every concealed secret, and every scrubbed credential, is replaced by.
@@ -369,38 +372,27 @@ impl Concealer {
         };
         let mut spans = Spans::new(text);
         let bytes = text.as_bytes();
-        scan(search, bytes, &Raw, &mut spans);
         match decoding {
-            Decoding::Windows => {
-                let survey = survey(search, bytes);
-                for (escaped, joins) in [(false, &survey.raw_joins), (true, &survey.escaped_joins)]
-                {
-                    for (start, end) in windows(bytes, joins, &search.separator) {
-                        let window = bytes.get(start..end).unwrap_or_default();
-                        scan_joined(search, window, escaped, &Window(start), &mut spans);
+            Decoding::Windows => match &search.gate {
+                Some(gate) => {
+                    let mut buffers = Buffers::new();
+                    for (start, end) in gate.stretches(bytes) {
+                        let stretch = bytes.get(start..end).unwrap_or_default();
+                        conceal_stretch(search, stretch, start, &mut spans, &mut buffers);
                     }
                 }
-                // A raw break a joined view drops is a seed too: a view that
-                // decodes a JSON break beside it joins the two (`/-\nF\\r,`).
-                if survey.seeds.is_empty() && survey.raw_joins.is_empty() {
-                    return spans.finish();
-                }
-                let mut seeds = survey.seeds;
-                seeds.extend(survey.raw_joins);
-                seeds.sort_unstable();
-                for (start, end) in windows(bytes, &seeds, &search.separator) {
-                    let window = bytes.get(start..end).unwrap_or_default();
-                    views_of(search, window, start, &mut spans);
-                }
-            }
+                None => conceal_stretch(search, bytes, 0, &mut spans, &mut Buffers::new()),
+            },
             #[cfg(any(test, fuzzing))]
             Decoding::Whole => {
                 // Every view, whatever the survey found: the reference the
-                // survey's seeds are checked against too.
+                // gate and the survey's seeds are checked against too.
+                scan(search, bytes, &Raw(0), &mut spans);
                 for escaped in [false, true] {
                     scan_joined(search, bytes, escaped, &Window(0), &mut spans);
                 }
-                views_of(search, bytes, 0, &mut spans);
+                let holds = Holds::of(bytes);
+                views_of(search, bytes, holds, 0, &mut spans, &mut Buffers::new());
             }
         }
         spans.finish()
@@ -460,16 +452,98 @@ enum Decoding {
     Whole,
 }
 
+/// Stretches up to this long are decoded whole: what the survey and its
+/// windows would save is less than they cost.
+const SHORT_STRETCH: usize = 512;
+
+/// Records every hit in `hay`, the text's bytes from `offset` on: a
+/// stretch the gate found, or the whole text. Decoding it reads exactly
+/// the escapes decoding the whole text reads there (it starts after a
+/// separator, and ends with one), so it finds exactly the hits the whole
+/// text's views find in it.
+fn conceal_stretch(
+    search: &Search,
+    hay: &[u8],
+    offset: usize,
+    spans: &mut Spans,
+    buffers: &mut Buffers,
+) {
+    scan(search, hay, &Raw(offset), spans);
+    if hay.len() <= SHORT_STRETCH {
+        let holds = Holds::of(hay);
+        // Without a trigger or a line break, every view is the text itself.
+        if holds.nothing() {
+            return;
+        }
+        scan_joins(search, hay, holds, &Window(offset), spans);
+        views_of(search, hay, holds, offset, spans, buffers);
+        return;
+    }
+    if memchr3(b'\\', b'%', b'&', hay).is_none() && memchr2(b'\r', b'\n', hay).is_none() {
+        return;
+    }
+    let survey = survey(search, hay);
+    for (escaped, joins) in [(false, &survey.raw_joins), (true, &survey.escaped_joins)] {
+        for (start, end) in windows(hay, joins, &search.separator) {
+            let window = hay.get(start..end).unwrap_or_default();
+            scan_joined(search, window, escaped, &Window(offset + start), spans);
+        }
+    }
+    // A raw break a joined view drops is a seed too: a view that decodes a
+    // JSON break beside it joins the two (`/-\nF\\r,`).
+    if survey.seeds.is_empty() && survey.raw_joins.is_empty() {
+        return;
+    }
+    let mut seeds = survey.seeds;
+    seeds.extend(survey.raw_joins);
+    seeds.sort_unstable();
+    for (start, end) in windows(hay, &seeds, &search.separator) {
+        let window = hay.get(start..end).unwrap_or_default();
+        views_of(
+            search,
+            window,
+            Holds::of(window),
+            offset + start,
+            spans,
+            buffers,
+        );
+    }
+}
+
+/// The views [`views_of`] decodes into, one per layer, kept from one
+/// stretch to the next.
+struct Buffers {
+    view: View,
+    nested: View,
+}
+
+impl Buffers {
+    fn new() -> Buffers {
+        Buffers {
+            view: View::empty(),
+            nested: View::empty(),
+        }
+    }
+}
+
 /// Scans every decoded view of `hay` (and every view of those views, one
 /// layer deep), each with its joined views, recording what each hit
 /// conceals; `hay` is the text's bytes from `offset` on.
-fn views_of(search: &Search, hay: &[u8], offset: usize, spans: &mut Spans) {
+fn views_of(
+    search: &Search,
+    hay: &[u8],
+    holds: Holds,
+    offset: usize,
+    spans: &mut Spans,
+    buffers: &mut Buffers,
+) {
     let long = search.long_run.find(hay).is_some();
-    let present = Families::present_in(hay);
+    let present = holds.families;
     let lenient = present.has_escapes() && (long || lenient_differs(hay));
-    for families in present.views(lenient) {
+    let Buffers { view, nested } = buffers;
+    for families in present.each_view(lenient) {
         for runs in search.readings(families, long) {
-            let view = View::decode(hay, families, runs);
+            view.decode_into(hay, families, runs);
             // Triggers that start no escape (`%%%%`, `&&&&`) leave the
             // text as it is: its scan and its own views are the ones
             // above.
@@ -478,34 +552,42 @@ fn views_of(search: &Search, hay: &[u8], offset: usize, spans: &mut Spans) {
             }
             let outer = Nested {
                 outer: &Window(offset),
-                inner: &view,
+                inner: &*view,
             };
             scan(search, &view.bytes, &outer, spans);
-            for escaped in [false, true] {
-                scan_joined(search, &view.bytes, escaped, &outer, spans);
-            }
+            let holds = Holds::of(&view.bytes);
+            scan_joins(search, &view.bytes, holds, &outer, spans);
             // One layer more, the same way, for what was encoded twice: an
             // error quoting upstream JSON as a JSON string (`\\u002B`), a
             // percent-encoded JSON body (`%5Cu002B`).
             let long = search.long_run.find(&view.bytes).is_some();
-            let present = Families::present_in(&view.bytes);
+            let present = holds.families;
             let lenient = present.has_escapes() && (long || lenient_differs(&view.bytes));
-            for inner in present.views(lenient) {
+            for inner in present.each_view(lenient) {
                 for runs in search.readings(inner, long) {
-                    let nested = View::decode(&view.bytes, inner, runs);
+                    nested.decode_into(&view.bytes, inner, runs);
                     if nested.decoded() == 0 {
                         continue;
                     }
                     let map = Nested {
                         outer: &outer,
-                        inner: &nested,
+                        inner: &*nested,
                     };
                     scan(search, &nested.bytes, &map, spans);
-                    for escaped in [false, true] {
-                        scan_joined(search, &nested.bytes, escaped, &map, spans);
-                    }
+                    let holds = Holds::of(&nested.bytes);
+                    scan_joins(search, &nested.bytes, holds, &map, spans);
                 }
             }
+        }
+    }
+}
+
+/// Scans the joined views of `hay` ([`scan_joined`]) of the kinds of line
+/// break it `holds`.
+fn scan_joins(search: &Search, hay: &[u8], holds: Holds, map: &dyn SourceMap, spans: &mut Spans) {
+    for (escaped, held) in [(false, holds.raw_break), (true, holds.escaped_break)] {
+        if held {
+            scan_joined(search, hay, escaped, map, spans);
         }
     }
 }

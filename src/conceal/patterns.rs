@@ -5,6 +5,8 @@ use super::MIN_CORE_LEN;
 use super::escapes::{
     Decoded, char_ref, json_escape, json_unicode_escape, lenient_escape, percent_escape,
 };
+use super::gate::Gate;
+use super::grams::Grams;
 use super::views::{Families, Runs};
 use crate::text::syntax::hex_at;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
@@ -127,6 +129,9 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
         AhoCorasickKind::ContiguousNFA
     };
     let longest = patterns.keys().map(Vec::len).max().unwrap_or(0);
+    let shortest = patterns.keys().map(Vec::len).min().unwrap_or(0);
+    let gate = Gate::new(shortest, &separator);
+    let grams = Grams::new(patterns.keys().map(Vec::as_slice));
     // Twice the longest secret (each of its backslashes is two in an
     // escaped run), and even, so that pairs from a run's start land on it.
     let run_reach = 2 * secrets.iter().map(|s| s.len()).max().unwrap_or(0) + 2;
@@ -145,6 +150,8 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             leftmost,
             overlapping,
             longest,
+            gate,
+            grams,
             run_reach,
             long_run,
             kinds,
@@ -169,6 +176,12 @@ pub(super) struct Search {
     /// The length of the longest pattern: how far a hit can reach past
     /// where it starts.
     pub(super) longest: usize,
+    /// Where a hit can be at all, when the patterns are long enough for
+    /// that to narrow the text down.
+    pub(super) gate: Option<Gate>,
+    /// Where the patterns' pieces stand, to find the hits of a short view
+    /// without the automaton, when the patterns allow it.
+    pub(super) grams: Option<Grams>,
     /// How many backslashes of a long run are read from each of its ends
     /// ([`Runs`]).
     pub(super) run_reach: usize,
@@ -386,16 +399,15 @@ impl Search {
     /// The readings of long backslash runs a view of `families` is decoded
     /// with: both parities when it reads backslashes and `long` says the
     /// text holds such a run, else the one that never applies.
-    pub(super) fn readings(&self, families: Families, long: bool) -> Vec<Runs> {
+    pub(super) fn readings(&self, families: Families, long: bool) -> impl Iterator<Item = Runs> {
         let even = Runs {
             reach: self.run_reach,
             odd: false,
         };
-        if long && families.has_escapes() {
-            vec![even, Runs { odd: true, ..even }]
-        } else {
-            vec![even]
-        }
+        let both = long && families.has_escapes();
+        [even, Runs { odd: true, ..even }]
+            .into_iter()
+            .take(if both { 2 } else { 1 })
     }
 
     /// Whether `b` follows `a` somewhere in some pattern.

@@ -11,23 +11,23 @@ use aho_corasick::Input;
 use memchr::memchr3;
 use std::borrow::Cow;
 
+/// Views up to this long are searched by their pieces ([`Grams`]), when
+/// the patterns allow it: the automaton's set-up costs more than reading
+/// them that way, and most views are a stretch around one echo.
+const SHORT_VIEW: usize = 1024;
+
 /// Searches one view and records the source span of every hit.
 pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut Spans) {
     #[cfg(test)]
     SCANNED.with(|scanned| scanned.set(scanned.get() + hay.len()));
-    let mut conceal = |kind: Kind, start: usize, end: usize| {
-        let (start, end) = match kind {
-            Kind::Exact => (start, end),
-            Kind::Base64Core { before, after } => base64_shared(hay, start, end, before, after),
-        };
-        if map.copied(start, end) {
-            return;
-        }
-        match map.source(start, end) {
-            Some((a, b)) => spans.push(a, b),
-            None => spans.everything(),
-        }
-    };
+    if hay.len() <= SHORT_VIEW
+        && let Some(grams) = &search.grams
+    {
+        grams.find(hay, |id, start, end| {
+            record(search, hay, map, spans, id, start, end);
+        });
+        return;
+    }
     // The leftmost-longest hit from `at` (skipping fast over text with
     // none), then every hit, overlapping ones included, in a window from
     // its start: every hit that starts at least one longest pattern before
@@ -60,13 +60,43 @@ pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut
             Err(_) => return spans.everything(),
         };
         for hit in hits {
-            let kind = search
-                .kinds
-                .get(hit.pattern().as_usize())
-                .copied()
-                .unwrap_or(Kind::Exact);
-            conceal(kind, hit.start(), hit.end());
+            record(
+                search,
+                hay,
+                map,
+                spans,
+                hit.pattern().as_usize(),
+                hit.start(),
+                hit.end(),
+            );
         }
+    }
+}
+
+/// Records what the hit of pattern `id` at `start..end` of `hay` conceals:
+/// the source span it maps back to, unless it is a copy of text the scan
+/// of the text itself searches.
+#[inline]
+fn record(
+    search: &Search,
+    hay: &[u8],
+    map: &dyn SourceMap,
+    spans: &mut Spans,
+    id: usize,
+    start: usize,
+    end: usize,
+) {
+    let kind = search.kinds.get(id).copied().unwrap_or(Kind::Exact);
+    let (start, end) = match kind {
+        Kind::Exact => (start, end),
+        Kind::Base64Core { before, after } => base64_shared(hay, start, end, before, after),
+    };
+    if map.copied(start, end) {
+        return;
+    }
+    match map.source(start, end) {
+        Some((a, b)) => spans.push(a, b),
+        None => spans.everything(),
     }
 }
 
@@ -227,13 +257,18 @@ impl<'t> Spans<'t> {
         // concealed then depends only on which bytes the hits covered, not
         // on the order or the pieces in which they were found.
         self.spans.sort_unstable();
-        let merged = merge(self.spans);
-        let mut widened: Vec<(usize, usize)> = merged
-            .into_iter()
-            .map(|span| whole_escapes(text.as_bytes(), span))
-            .collect();
-        widened.sort_unstable();
-        merge(widened)
+        let mut merged = merge(self.spans);
+        let mut widened = false;
+        for span in &mut merged {
+            let whole = whole_escapes(text.as_bytes(), *span);
+            widened |= whole != *span;
+            *span = whole;
+        }
+        if !widened {
+            return merged;
+        }
+        merged.sort_unstable();
+        merge(merged)
     }
 }
 
@@ -257,15 +292,24 @@ pub(super) fn replace<'t>(text: &'t str, spans: &[(usize, usize)]) -> Cow<'t, st
 }
 
 /// Sorted spans, with the overlapping and touching ones merged.
-fn merge(spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
-    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-    for (start, end) in spans {
-        match merged.last_mut() {
+fn merge(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    let mut kept: usize = 0;
+    for at in 0..spans.len() {
+        let Some(&(start, end)) = spans.get(at) else {
+            break;
+        };
+        match kept.checked_sub(1).and_then(|last| spans.get_mut(last)) {
             Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
+            _ => {
+                if let Some(slot) = spans.get_mut(kept) {
+                    *slot = (start, end);
+                }
+                kept += 1;
+            }
         }
     }
-    merged
+    spans.truncate(kept);
+    spans
 }
 
 /// How many escapes a span's edge may take in, one after the other.
@@ -289,26 +333,16 @@ fn escape_len(text: &[u8], p: usize) -> Option<usize> {
 /// complete a token from what precedes it; an escape straddling either edge
 /// is taken into the span whole.
 fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, usize) {
-    // Most spans have no trigger before either edge: one vectorized look
-    // each, instead of a decoder's try at each of the bytes.
-    let trigger_before = |at: usize| {
-        text.get(at.saturating_sub(LONGEST_ESCAPE)..at)
-            .is_some_and(|before| memchr3(b'\\', b'%', b'&', before).is_some())
-    };
-    if !trigger_before(start) && !trigger_before(end) {
-        return (start, end);
-    }
     for _ in 0..MOST_WIDENINGS {
-        let straddling = (start.saturating_sub(LONGEST_ESCAPE)..start)
-            .find(|&p| escape_len(text, p).is_some_and(|len| p + len > start));
+        let straddling = straddling(text, start).find(|&(_, escape_end)| escape_end > start);
         match straddling {
-            Some(p) => start = p,
+            Some((p, _)) => start = p,
             None => break,
         }
     }
     for _ in 0..MOST_WIDENINGS {
-        let straddling = (end.saturating_sub(LONGEST_ESCAPE)..end)
-            .filter_map(|p| escape_len(text, p).map(|len| p + len))
+        let straddling = straddling(text, end)
+            .map(|(_, escape_end)| escape_end)
             .filter(|&escape_end| escape_end > end)
             .max();
         match straddling {
@@ -318,6 +352,49 @@ fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, u
     }
     (start, end)
 }
+
+/// The escapes that start before `edge` and may reach past it, as where
+/// each starts and ends, in order. Most edges have no trigger before them
+/// at all (one vectorized look), and of those that do, only a trigger close
+/// enough for its longest escape to reach the edge is read.
+fn straddling(text: &[u8], edge: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    // An escape across the edge holds the bytes on both sides of it: a
+    // trigger or what follows one on the left (a letter or digit, `#`,
+    // `;`, `{`, `}`, or the backslash of a surrogate's second half), and
+    // the same but a trigger on the right, or anything after a backslash.
+    let inside =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'#' | b';' | b'{' | b'}' | b'\\');
+    let crossed = match (
+        edge.checked_sub(1).and_then(|k| text.get(k)),
+        text.get(edge),
+    ) {
+        (Some(b'\\'), Some(_)) => true,
+        (Some(&left), Some(&right)) => {
+            (inside(left) || matches!(left, b'%' | b'&')) && inside(right)
+        }
+        _ => false,
+    };
+    let from = edge.saturating_sub(LONGEST_ESCAPE);
+    let first = match text.get(from..edge) {
+        Some(before) if crossed => memchr3(b'\\', b'%', b'&', before).map_or(edge, |k| from + k),
+        _ => edge,
+    };
+    (first..edge).filter_map(move |p| {
+        let reach = match text.get(p) {
+            Some(b'\\') => LONGEST_BACKSLASH,
+            Some(b'%') => 3,
+            Some(b'&') => LONGEST_ESCAPE,
+            _ => return None,
+        };
+        if p + reach <= edge {
+            return None;
+        }
+        escape_len(text, p).map(|len| (p, p + len))
+    })
+}
+
+/// The longest backslash escape: a surrogate pair, `\ud83d\ude00`.
+const LONGEST_BACKSLASH: usize = 12;
 
 #[cfg(test)]
 mod tests {

@@ -148,7 +148,28 @@ impl ConcealStream {
             Matcher::FailClosed => return self.fail_closed(piece, out),
             Matcher::Automaton(search) => search,
         };
-        self.buf.push_str(piece);
+        // The piece from after its first separator to after its last is
+        // concealed where it lies, not copied: what comes before the first
+        // is concealed with what is held, and what follows the last is
+        // held in its turn. Separators are barriers, whatever is around
+        // them, so the pieces concealed apart are concealed as whole.
+        if let Some((first, last)) = separators_at_ends(search, piece)
+            && let (Some(head), Some(middle), Some(tail)) = (
+                piece.get(..first),
+                piece.get(first..last),
+                piece.get(last..),
+            )
+        {
+            self.buf.push_str(head);
+            let end = self.buf.len();
+            self.settle(end, end, out);
+            self.drop_before(end, true);
+            self.release(middle, out);
+            self.buf.push_str(tail);
+            self.looked = 0;
+        } else {
+            self.buf.push_str(piece);
+        }
         if let Some(barrier) = self.last_barrier(search) {
             self.settle(barrier, barrier, out);
             self.drop_before(barrier, true);
@@ -182,30 +203,25 @@ impl ConcealStream {
             return;
         }
         let text = self.buf.get(..window).unwrap_or_default();
-        let spans = self.concealer.spans(text);
-        #[cfg(test)]
-        CONCEALED.with(|concealed| concealed.set(concealed.get() + window));
-        let mut at = from;
-        for &(start, end) in spans.iter().filter(|&&(_, end)| end > from) {
-            if start >= to {
-                break;
-            }
-            let (start, end) = (start.max(from), end.min(to));
-            if start > at {
-                out.push_str(text.get(at..start).unwrap_or_default());
-                self.in_marker = false;
-            }
-            if !self.in_marker {
-                out.push_str(REDACTED);
-                self.in_marker = true;
-            }
-            at = end;
-        }
-        if at < to {
-            out.push_str(text.get(at..to).unwrap_or_default());
-            self.in_marker = false;
-        }
+        release(&self.concealer, text, from, to, &mut self.in_marker, out);
         self.held_from = to;
+    }
+
+    /// Conceals and releases `text`, which follows a barrier and ends with
+    /// one, and nothing is held before it: `buf` then starts after it.
+    fn release(&mut self, text: &str, out: &mut String) {
+        release(
+            &self.concealer,
+            text,
+            0,
+            text.len(),
+            &mut self.in_marker,
+            out,
+        );
+        for &byte in text.as_bytes().iter().skip(text.len().saturating_sub(3)) {
+            self.before = [self.before[1], self.before[2], Some(byte)];
+        }
+        self.clean_start = true;
     }
 
     /// Forgets `buf` before `at` (released text no longer read), which is
@@ -291,6 +307,60 @@ impl ConcealStream {
             self.failed_closed = true;
         }
     }
+}
+
+/// Appends `text[from..to]` to `out`, concealed as `text` is concealed
+/// whole; a marker that goes on from what was released before (`in_marker`)
+/// is the same marker.
+fn release(
+    concealer: &Concealer,
+    text: &str,
+    from: usize,
+    to: usize,
+    in_marker: &mut bool,
+    out: &mut String,
+) {
+    let spans = concealer.spans(text);
+    #[cfg(test)]
+    CONCEALED.with(|concealed| concealed.set(concealed.get() + text.len()));
+    let mut at = from;
+    for &(start, end) in spans.iter().filter(|&&(_, end)| end > from) {
+        if start >= to {
+            break;
+        }
+        let (start, end) = (start.max(from), end.min(to));
+        if start > at {
+            out.push_str(text.get(at..start).unwrap_or_default());
+            *in_marker = false;
+        }
+        if !*in_marker {
+            out.push_str(REDACTED);
+            *in_marker = true;
+        }
+        at = end;
+    }
+    if at < to {
+        out.push_str(text.get(at..to).unwrap_or_default());
+        *in_marker = false;
+    }
+}
+
+/// How far from each end of a piece a separator is looked for.
+const SEPARATOR_REACH: usize = 256;
+
+/// Where a piece's first separator ends, and its last, when the two are
+/// apart and each is near its end of the piece.
+fn separators_at_ends(search: &Search, piece: &str) -> Option<(usize, usize)> {
+    let bytes = piece.as_bytes();
+    let separator = |b: &u8| search.separator[usize::from(*b)];
+    let first = bytes.iter().take(SEPARATOR_REACH).position(separator)? + 1;
+    let from_end = bytes
+        .iter()
+        .rev()
+        .take(SEPARATOR_REACH)
+        .position(separator)?;
+    let last = bytes.len() - from_end;
+    (first < last).then_some((first, last))
 }
 
 /// The largest character boundary of `text` at or before `at`.

@@ -82,34 +82,37 @@ impl Families {
     /// a second reading, a lenient JSON reader's, alone and combined, when
     /// `lenient` says it differs from JavaScript's somewhere
     /// ([`lenient_differs`]).
+    #[cfg(test)]
     pub(super) fn views(self, lenient: bool) -> Vec<Families> {
+        self.each_view(lenient).collect()
+    }
+
+    /// [`Families::views`], one at a time.
+    pub(super) fn each_view(self, lenient: bool) -> impl Iterator<Item = Families> {
         let lenient = lenient && self.escapes;
-        let singles = [
+        let combined =
+            usize::from(self.escapes) + usize::from(self.percent) + usize::from(self.refs) >= 2;
+        let together = Families {
+            lenient: false,
+            ..self
+        };
+        [
             (self.escapes, Families::ESCAPES),
             (lenient, Families::LENIENT),
             (self.percent, Families::PERCENT),
             (self.refs, Families::REFS),
-        ];
-        let mut views: Vec<Families> = singles
-            .iter()
-            .filter(|(present, _)| *present)
-            .map(|(_, f)| *f)
-            .collect();
-        if usize::from(self.escapes) + usize::from(self.percent) + usize::from(self.refs) >= 2 {
-            let combined = Families {
-                lenient: false,
-                ..self
-            };
-            views.push(combined);
-            if lenient {
-                views.push(Families {
+            (combined, together),
+            (
+                combined && lenient,
+                Families {
                     escapes: false,
                     lenient: true,
-                    ..combined
-                });
-            }
-        }
-        views
+                    ..together
+                },
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(wanted, families)| wanted.then_some(families))
     }
 
     /// Whether backslashes are present (or read) at all.
@@ -161,6 +164,50 @@ impl Families {
             (false, false, false) => None,
         };
         found.map(|k| from + k)
+    }
+}
+
+/// What a text holds that decides which views it gets: the families whose
+/// triggers it holds, and the kinds of line break a joined view drops.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub(super) struct Holds {
+    pub(super) families: Families,
+    pub(super) raw_break: bool,
+    pub(super) escaped_break: bool,
+}
+
+/// Up to this long, a text's triggers and breaks are read in one pass of
+/// masks ([`Positions`]); a longer one is asked each question with a
+/// search of its own, which stops at the first answer.
+const READ_IN_ONE_PASS: usize = 512;
+
+impl Holds {
+    pub(super) fn of(text: &[u8]) -> Holds {
+        if text.len() > READ_IN_ONE_PASS {
+            return Holds {
+                families: Families::present_in(text),
+                raw_break: holds_break(text, false),
+                escaped_break: holds_break(text, true),
+            };
+        }
+        let mut holds = Holds::default();
+        Positions::of(text, b"\\%&\r\n").for_each(|p| match text.get(p) {
+            Some(b'\\') => {
+                holds.families.escapes = true;
+                if matches!(text.get(p + 1), Some(b'n' | b'r')) {
+                    holds.escaped_break = true;
+                }
+            }
+            Some(b'%') => holds.families.percent = true,
+            Some(b'&') => holds.families.refs = true,
+            _ => holds.raw_break = true,
+        });
+        holds
+    }
+
+    /// Whether every view of the text is the text itself.
+    pub(super) fn nothing(self) -> bool {
+        self == Holds::default()
     }
 }
 
@@ -241,14 +288,35 @@ enum Place {
 }
 
 impl View {
-    pub(super) fn decode(src: &[u8], families: Families, runs: Runs) -> View {
-        let mut view = View {
-            bytes: Vec::with_capacity(src.len()),
+    /// A view of nothing yet, to decode into ([`View::decode_into`]).
+    pub(super) fn empty() -> View {
+        View {
+            bytes: Vec::new(),
             marks: Vec::new(),
             widths: Vec::new(),
             start_hint: Cell::new(0),
             end_hint: Cell::new(0),
-        };
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn decode(src: &[u8], families: Families, runs: Runs) -> View {
+        let mut view = View::empty();
+        view.decode_into(src, families, runs);
+        view
+    }
+
+    /// Decodes `src` into this view, in place of what it held: the views of
+    /// many short stretches are decoded one after the other into the same
+    /// few buffers.
+    pub(super) fn decode_into(&mut self, src: &[u8], families: Families, runs: Runs) {
+        let view = self;
+        view.bytes.clear();
+        view.marks.clear();
+        view.widths.clear();
+        view.start_hint.set(0);
+        view.end_hint.set(0);
+        view.bytes.reserve(src.len());
         let mut literal_from = 0;
         let mut triggers = families.triggers(src);
         // The run of backslashes last met, as `start..end`.
@@ -290,7 +358,6 @@ impl View {
             out: view.bytes.len(),
             src: src.len(),
         });
-        view
     }
 
     /// A joined view of `src`: `src` without the line breaks that stand
@@ -308,6 +375,9 @@ impl View {
         escaped: bool,
         adjacent: impl Fn(u8, u8) -> bool,
     ) -> Option<View> {
+        if !holds_break(src, escaped) {
+            return None;
+        }
         let joins = joins(src, escaped, adjacent);
         if joins.is_empty() {
             return None;
@@ -413,13 +483,37 @@ impl View {
     }
 }
 
+/// Whether `src` holds a line break of the kind a joined view drops (raw,
+/// or JSON-escaped): most views hold none, and are turned down before any
+/// break is read.
+pub(super) fn holds_break(src: &[u8], escaped: bool) -> bool {
+    if !escaped {
+        return memchr2(b'\n', b'\r', src).is_some();
+    }
+    let mut at = 0;
+    while let Some(k) = src.get(at..).and_then(|rest| memchr(b'\\', rest)) {
+        if matches!(src.get(at + k + 1), Some(b'n' | b'r')) {
+            return true;
+        }
+        at += k + 1;
+    }
+    false
+}
+
 /// Whether a lenient JSON reader ([`lenient_escape`]) reads some backslash
 /// of `text` otherwise than JavaScript does (`\x41`, `\w`, `\v`, `\u{2B}`):
 /// only then is its view worth building. Where both read an escape, they
 /// agree on where it ends, so one pass reads them side by side.
 pub(super) fn lenient_differs(text: &[u8]) -> bool {
-    let mut backslashes = Positions::of(text, b"\\");
+    let mut backslashes = Families::ESCAPES.triggers(text);
     while let Some(p) = backslashes.next() {
+        // JSON's own two-byte escapes, which both read alike: one look.
+        if let Some(b'"' | b'\\' | b'/' | b'n' | b't' | b'r' | b'b' | b'f' | b'\'') =
+            text.get(p + 1)
+        {
+            backslashes.skip_to(p + 2);
+            continue;
+        }
         match (json_escape(text, p), lenient_escape(text, p)) {
             (Some(js), Some(lenient)) if js == lenient => backslashes.skip_to(p + js.0),
             (None, None) => {}

@@ -1,0 +1,349 @@
+//! Where a hit can be at all: the stretches of text with no space and no
+//! quote that are at least as long as the shortest pattern.
+//!
+//! Every byte of a hit's source is a pattern byte, a byte of an escape
+//! that decodes to one (a trigger, hex digits, a name, `#`, `;`, `{`,
+//! `}`), or a line break a joined view drops, in every view and two layers
+//! deep (`DESIGN.md`, "Only where a hit fits"). None of those is a
+//! [`separator`](super::patterns::Search::separator), so a hit's source is
+//! a run of non-separators at least as long as its pattern, whatever it
+//! decodes to. Generated text has a space every few bytes and JSON a quote
+//! every few more: a run of 32 bytes with neither is a token, a hash, a
+//! base64 blob or a long URL, and everything else (the escaped newlines,
+//! quotes and accented letters of every sentence) can hold no hit and is
+//! never read one escape at a time.
+//!
+//! Finding such runs costs one pass at about the speed of memory: a run of
+//! at least `2c - 1` bytes holds a whole aligned chunk of `c` bytes, so
+//! 128 bytes at a time are compared with the two cut bytes (SSE2, through
+//! `safe_arch`), each chunk's compares are folded into one byte by
+//! saturating packs, and only a chunk with none of them is looked at
+//! further: its run is found with memchr on either side, and kept when it
+//! is long enough.
+//!
+//! A stretch is the run and the cut byte that ends it: decoding a stretch
+//! reads exactly the escapes decoding the whole text reads in it, since no
+//! escape holds a separator but as its last byte (`\"`), and the byte
+//! before the stretch is one.
+
+#[cfg(target_arch = "x86_64")]
+use safe_arch::{
+    bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, move_mask_i8_m128i,
+    pack_i16_to_i8_m128i, set_splat_i8_m128i, zeroed_m128i,
+};
+
+/// How many bytes one pass of the compares covers: eight vectors, folded
+/// into one.
+const BLOCK: usize = 128;
+
+/// The separators stretches are cut at, in the order they are wanted:
+/// those generated text and JSON hold most often.
+const CUTS: [u8; 4] = [b' ', b'"', b',', b':'];
+
+/// Where hits can be: runs of bytes with none of one or two separators.
+#[derive(Clone, Debug)]
+pub(super) struct Gate {
+    /// The separators runs are cut at (the second the same as the first
+    /// when there is only one).
+    cut: [u8; 2],
+    /// The shortest run a hit fits in: the shortest pattern.
+    shortest: usize,
+    /// Every run of `shortest` bytes holds a whole aligned chunk of this
+    /// many: 8 or 16.
+    chunk: usize,
+}
+
+impl Gate {
+    /// The gate for patterns of at least `shortest` bytes, given which bytes
+    /// are separators; `None` when runs that short are too common to be
+    /// worth finding (a pattern under 15 bytes) or no byte it could cut
+    /// at is a separator.
+    pub(super) fn new(shortest: usize, separator: &[bool; 256]) -> Option<Gate> {
+        let chunk = match shortest {
+            31.. => 16,
+            15..=30 => 8,
+            _ => return None,
+        };
+        let mut cuts = CUTS.iter().copied().filter(|&b| separator[usize::from(b)]);
+        let first = cuts.next()?;
+        let second = cuts.next().unwrap_or(first);
+        Some(Gate {
+            cut: [first, second],
+            shortest,
+            chunk,
+        })
+    }
+
+    /// The stretches of `text` a hit can be in, in order and disjoint: each
+    /// run of at least the shortest pattern's length with no cut byte, and
+    /// the cut byte after it (none at the end of the text).
+    pub(super) fn stretches(&self, text: &[u8]) -> Vec<(usize, usize)> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let splat = |byte: u8| set_splat_i8_m128i(i8::from_ne_bytes([byte]));
+            match self.cut {
+                // A space and a quote differ in one bit: one compare finds
+                // both.
+                [b' ', b'"'] | [b'"', b' '] => {
+                    let (bit, quote) = (splat(0x02), splat(b'"'));
+                    self.stretches_by(text, |bytes| {
+                        cmp_eq_mask_i8_m128i(bitor_m128i(bytes, bit), quote)
+                    })
+                }
+                [a, b] if a == b => {
+                    let a = splat(a);
+                    self.stretches_by(text, |bytes| cmp_eq_mask_i8_m128i(bytes, a))
+                }
+                [a, b] => {
+                    let (a, b) = (splat(a), splat(b));
+                    self.stretches_by(text, |bytes| {
+                        bitor_m128i(
+                            cmp_eq_mask_i8_m128i(bytes, a),
+                            cmp_eq_mask_i8_m128i(bytes, b),
+                        )
+                    })
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        self.stretches_by(text)
+    }
+
+    /// [`Gate::stretches`], with `cut` marking the cut bytes of 16 bytes.
+    fn stretches_by(
+        &self,
+        text: &[u8],
+        #[cfg(target_arch = "x86_64")] cut: impl Fn(m128i) -> m128i,
+    ) -> Vec<(usize, usize)> {
+        let mut stretches = Vec::new();
+        // No run starts before `from`: the byte before it ended the last.
+        let mut from = 0;
+        let mut base = 0;
+        while base < text.len() {
+            let mut clean = self.clean_chunks(
+                text,
+                base,
+                #[cfg(target_arch = "x86_64")]
+                &cut,
+            );
+            while clean != 0 {
+                let at = base + self.chunk * clean.trailing_zeros() as usize;
+                clean &= clean - 1;
+                if at < from {
+                    continue;
+                }
+                let (start, end) = self.run_around(text, from, at);
+                if end - start >= self.shortest {
+                    stretches.push((start, (end + 1).min(text.len())));
+                }
+                from = end + 1;
+            }
+            // A run that went on past this block: go on after it, at the
+            // block the run's end is in.
+            base = (base + BLOCK).max(from - from % BLOCK);
+        }
+        stretches
+    }
+
+    /// The run with no cut byte around the chunk at `at`, which has none:
+    /// from after the last cut byte before it (not before `from`) to the
+    /// first one after it (or the end of the text).
+    ///
+    /// Most runs end within a few words of the chunk: eight bytes at a time
+    /// are read as a number for a while, then memchr, whose set-up costs
+    /// more than a short run does.
+    fn run_around(&self, text: &[u8], from: usize, at: usize) -> (usize, usize) {
+        let [a, b] = self.cut;
+        let cut = |word: u64| zero_bytes(word ^ splat(a)) | zero_bytes(word ^ splat(b));
+        let mut start = at;
+        let found_start = loop {
+            if start < from + WORD || at - start >= NEAR {
+                break None;
+            }
+            let word = word_at(text, start - WORD);
+            let cuts = cut(word);
+            if cuts != 0 {
+                // The highest byte that is a cut byte: the run starts after it.
+                break Some(start - (cuts.leading_zeros() as usize) / 8);
+            }
+            start -= WORD;
+        };
+        let start = found_start.unwrap_or_else(|| {
+            let before = text.get(from..start).unwrap_or_default();
+            memchr::memrchr2(a, b, before).map_or(from, |k| from + k + 1)
+        });
+        let mut end = (at + self.chunk).min(text.len());
+        let found_end = loop {
+            if end + WORD > text.len() || end - at >= NEAR {
+                break None;
+            }
+            let cuts = cut(word_at(text, end));
+            if cuts != 0 {
+                break Some(end + (cuts.trailing_zeros() as usize) / 8);
+            }
+            end += WORD;
+        };
+        let end = found_end.unwrap_or_else(|| {
+            let after = text.get(end..).unwrap_or_default();
+            memchr::memchr2(a, b, after).map_or(text.len(), |k| end + k)
+        });
+        (start, end)
+    }
+
+    /// One bit per chunk of the block at `base` (the block padded past the
+    /// end of the text with cut bytes) that holds no cut byte.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn clean_chunks(&self, text: &[u8], base: usize, cut: &impl Fn(m128i) -> m128i) -> u32 {
+        let rest = text.get(base..).unwrap_or_default();
+        match rest.first_chunk::<BLOCK>() {
+            Some(block) => self.clean_in(block, cut),
+            None => {
+                let mut padded = [self.cut[0]; BLOCK];
+                if let Some(to) = padded.get_mut(..rest.len()) {
+                    to.copy_from_slice(rest);
+                }
+                self.clean_in(&padded, cut)
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn clean_in(&self, block: &[u8; BLOCK], cut: &impl Fn(m128i) -> m128i) -> u32 {
+        let part = |k: usize| {
+            let bytes = block
+                .get(16 * k..)
+                .and_then(<[u8]>::first_chunk::<16>)
+                .map_or_else(zeroed_m128i, load_unaligned_m128i);
+            cut(bytes)
+        };
+        // Each pack folds two bytes into one, and what is not zero stays
+        // so (saturation never makes zero): after four, a byte stands for
+        // 8 bytes of the block; after five, for 16.
+        let pack = pack_i16_to_i8_m128i;
+        let quarters = [
+            pack(pack(part(0), part(1)), pack(part(2), part(3))),
+            pack(pack(part(4), part(5)), pack(part(6), part(7))),
+        ];
+        let eighths = pack(quarters[0], quarters[1]);
+        let zero = zeroed_m128i();
+        let clean = |folded: m128i| move_mask_i8_m128i(cmp_eq_mask_i8_m128i(folded, zero));
+        if self.chunk == 8 {
+            (clean(eighths) & 0xFFFF).cast_unsigned()
+        } else {
+            let sixteenths = pack(eighths, eighths);
+            (clean(sixteenths) & 0xFF).cast_unsigned()
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn clean_chunks(&self, text: &[u8], base: usize) -> u32 {
+        let rest = text.get(base..).unwrap_or_default();
+        let [a, b] = self.cut;
+        (0..BLOCK / self.chunk).fold(0, |clean, k| {
+            let chunk = rest.get(k * self.chunk..).unwrap_or_default();
+            let whole = chunk.len() >= self.chunk;
+            let cut = chunk.iter().take(self.chunk).any(|&c| c == a || c == b);
+            if whole && !cut { clean | 1 << k } else { clean }
+        })
+    }
+}
+
+/// How many bytes a word holds.
+const WORD: usize = 8;
+
+/// How far from its chunk a run's end is looked for a word at a time.
+const NEAR: usize = 64;
+
+/// `byte` in every byte of a word.
+fn splat(byte: u8) -> u64 {
+    0x0101_0101_0101_0101 * u64::from(byte)
+}
+
+/// The high bit of every byte of `word` that is zero, and no other bit.
+fn zero_bytes(word: u64) -> u64 {
+    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    !(((word & LOW) + LOW) | word) & !LOW
+}
+
+/// The eight bytes of `text` from `at`, the first the lowest.
+fn word_at(text: &[u8], at: usize) -> u64 {
+    text.get(at..)
+        .and_then(<[u8]>::first_chunk::<WORD>)
+        .map_or(0, |bytes| u64::from_le_bytes(*bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(shortest: usize) -> Gate {
+        let separator: [bool; 256] = std::array::from_fn(|b| {
+            matches!(u8::try_from(b), Ok(b' ' | b'"' | b',' | b':' | b'.'))
+        });
+        Gate::new(shortest, &separator).unwrap_or_else(|| panic!("a gate for {shortest}"))
+    }
+
+    /// Every run of the cut bytes' complement at least `shortest` long,
+    /// found byte by byte.
+    fn plain_runs(text: &[u8], shortest: usize) -> Vec<(usize, usize)> {
+        let mut runs = Vec::new();
+        let mut start = 0;
+        for end in 0..=text.len() {
+            if end == text.len() || matches!(text[end], b' ' | b'"') {
+                if end - start >= shortest {
+                    runs.push((start, (end + 1).min(text.len())));
+                }
+                start = end + 1;
+            }
+        }
+        runs
+    }
+
+    #[test]
+    fn stretches_are_the_runs_long_enough_to_hold_a_hit() {
+        let text =
+            br#"{"a":"short words here","token":"mw_live_4f\u002BAb\/9zQ7vX2kP9zR4tL8wN"} x"#;
+        let stretches = gate(32).stretches(text);
+        assert_eq!(stretches.len(), 1);
+        let (start, end) = stretches[0];
+        assert_eq!(
+            &text[start..end],
+            br#"mw_live_4f\u002BAb\/9zQ7vX2kP9zR4tL8wN""#
+        );
+    }
+
+    #[test]
+    fn stretches_agree_with_a_plain_search_at_every_length_and_place() {
+        // Runs of every length near the thresholds, at every alignment,
+        // between cut bytes and at both ends of the text.
+        for shortest in [15, 16, 24, 30, 31, 32, 40, 64] {
+            for lead in 0..40 {
+                for len in [14, 15, 16, 29, 30, 31, 32, 33, 63, 64, 65, 130] {
+                    let mut text = vec![b'x'; lead];
+                    text.push(b' ');
+                    text.extend(std::iter::repeat_n(b'a', len));
+                    text.extend_from_slice(b"\" b ");
+                    text.extend(std::iter::repeat_n(b'c', len + 3));
+                    for text in [text.clone(), text[lead + 1..].to_vec()] {
+                        assert_eq!(
+                            gate(shortest).stretches(&text),
+                            plain_runs(&text, shortest),
+                            "shortest {shortest}, lead {lead}, len {len}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_gate_for_short_patterns_or_without_a_separator_to_cut_at() {
+        assert!(Gate::new(14, &[true; 256]).is_none());
+        assert!(Gate::new(32, &[false; 256]).is_none());
+        let only_colon: [bool; 256] = std::array::from_fn(|b| b == usize::from(b':'));
+        let gate = Gate::new(16, &only_colon).map(|g| g.cut);
+        assert_eq!(gate, Some([b':', b':']));
+    }
+}
