@@ -86,7 +86,7 @@ const KINDS: [Kind; 10] = [
     },
     Kind {
         name: "generated",
-        record: |i| generated(i, generated_echo(i)),
+        record: |i| generated(i, generated_echo(i, 100)),
     },
     Kind {
         name: "echoes",

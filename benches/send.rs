@@ -2,17 +2,24 @@
 //!
 //! Both clients are configured the same way (no proxy, no redirects, the
 //! same 30 s deadline, the same headers and body) and send to the same
-//! in-process loopback server, which answers every request with one of three
-//! pre-built responses, each sent one at a time and 32 at once:
+//! loopback servers, which answer every request with one of five pre-built
+//! responses:
 //!
-//! - `small`: a small JSON answer, no token;
-//! - `1MiB-text`: exactly 1 MiB of JSON records of generated text, whose
-//!   strings escape newlines, quotes and non-ASCII characters (`\n`, `\"`,
-//!   `caf\u00e9`, `\u2014`), as an engine that generates text writes them;
-//!   every 100th record quotes the token back JSON-escaped, in turn as PHP
-//!   escapes it (`\u002B` and `\/`) and with `\/` only;
-//! - `1MiB-plain`: exactly 1 MiB of plain JSON records (none of `\ % &`),
-//!   with the raw token echoed 1,000 times, spread evenly through the body.
+//! - `small`: a small JSON answer, no token, one at a time and 32 at once;
+//! - `1MiB-echo`: exactly 1 MiB of plain JSON records (none of `\ % &`),
+//!   with the raw token echoed 1,000 times, spread evenly through the body,
+//!   8 at once;
+//! - `1MiB-generated`: exactly 1 MiB of JSON records of generated text,
+//!   whose strings escape newlines, quotes and non-ASCII characters (`\n`,
+//!   `\"`, `caf\u00e9`, `\u2014`), as an engine that generates text writes
+//!   them; every 1,100th record quotes the token back JSON-escaped (9
+//!   times), in turn as PHP escapes it (`\u002B` and `\/`) and with `\/`
+//!   only; 8 at once;
+//! - `1MiB-104-echoes`: the same, with every 100th record quoting the token
+//!   (104 times), 8 at once;
+//! - `1MiB-paced`: the generated answer, one at a time, from a server of its
+//!   own that writes it in 16 KiB pieces at 125 MB/s, as a 1 Gb/s link
+//!   delivers it: the concealer's work overlaps the transfer.
 //!
 //! Before anything is timed, each case checks what both clients get: the
 //! bare client the whole body, the transport the body with every echo, and
@@ -20,14 +27,17 @@
 //! put in, counted as the body was built), so the figures can only be those
 //! of a concealer that works.
 //!
-//! `cargo bench --bench send` runs criterion's groups, then prints the ratio
-//! of medians, transport / bare, from its own interleaved runs: samples of
-//! the two clients alternate, so drift in the machine's speed lands on both.
+//! `cargo bench --bench send` runs criterion's groups, then prints, from its
+//! own interleaved runs, the medians of both, the ratio of times (transport
+//! / bare) and the ratio of throughputs (bare / transport, the figure the
+//! targets are given in): samples of the two clients alternate, so drift in
+//! the machine's speed lands on both. `cargo bench --bench send -- ratio`
+//! prints the table alone.
 //!
-//! The server runs on its own thread and runtime and the clients on one
+//! The servers run on threads of their own and the clients on one
 //! single-threaded runtime, so on a two-core machine each side has a core;
-//! the server only parses a request head and writes a ready buffer, so it is
-//! never what a client waits for.
+//! the servers only parse a request head and write a ready buffer, so they
+//! are never what a client waits for (but for the paced one, by design).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -72,6 +82,15 @@ const MAX_HEAD: usize = 64 * 1024;
 
 /// How many times the plain 1 MiB answer echoes the raw token.
 const PLAIN_ECHOES: usize = 1_000;
+
+/// Every how many records the generated answers echo the token: 9 times
+/// in 1 MiB, and 104 times.
+const GENERATED_EVERY: usize = 1_100;
+const ECHOES_EVERY: usize = 100;
+
+/// The paced server's link: 125 MB/s (1 Gb/s), written 16 KiB at a time.
+const LINK_BYTES_PER_SEC: f64 = 125e6;
+const PIECE: usize = 16 * 1024;
 
 /// An answer the loopback engine sends, and what the transport must make
 /// of it.
@@ -131,13 +150,13 @@ impl Body {
     }
 }
 
-/// 1 MiB of generated-text records, every 100th echoing the token
+/// 1 MiB of generated-text records, every `every`th echoing the token
 /// JSON-escaped.
-fn text_answer() -> Body {
+fn text_answer(every: usize) -> Body {
     let mut body = Body::open();
     let mut i = 0;
     while body.room() {
-        match generated_echo(i) {
+        match generated_echo(i, every) {
             None => body.push(&generated(i, None)),
             Some(form) => body.push_echo(|form| generated(i, Some(form)), form),
         }
@@ -175,12 +194,14 @@ fn response(body: &str) -> Bytes {
 struct Answers {
     small: Bytes,
     plain: Bytes,
-    text: Bytes,
+    generated: Bytes,
+    echoes: Bytes,
 }
 
 /// Starts the loopback engine on its own thread: `/small` gets the small
-/// answer, `/plain` the plain 1 MiB one, anything else the generated-text
-/// 1 MiB one. Returns its port.
+/// answer, `/plain` the plain 1 MiB one, `/generated` the generated-text
+/// 1 MiB one with 9 echoes, anything else the one with 104. Returns its
+/// port.
 fn start_server(answers: Answers) -> u16 {
     let (port_tx, port_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -227,8 +248,10 @@ async fn serve(mut stream: TcpStream, answers: Arc<Answers>) {
             &answers.small
         } else if head.starts_with(b"POST /plain ") {
             &answers.plain
+        } else if head.starts_with(b"POST /generated ") {
+            &answers.generated
         } else {
-            &answers.text
+            &answers.echoes
         };
         let length = content_length(head).unwrap_or(0);
         while buffer.len() < head_end + length {
@@ -252,6 +275,72 @@ fn content_length(head: &[u8]) -> Option<usize> {
             .eq_ignore_ascii_case("content-length")
             .then(|| value.trim().parse().ok())?
     })
+}
+
+/// Starts a loopback engine of its own that answers every request with
+/// `answer`, its head at once and its bytes in [`PIECE`]s on the schedule
+/// of a [`LINK_BYTES_PER_SEC`] link (each piece leaves when the link would
+/// have carried the ones before it; a thread per connection, which sleeps
+/// between pieces). Returns its port.
+fn start_paced_server(answer: Bytes) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("local address").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(MAX_CONNECTIONS) {
+            let Ok(stream) = stream else {
+                return;
+            };
+            let _ = stream.set_nodelay(true);
+            let answer = answer.clone();
+            std::thread::spawn(move || serve_paced(stream, &answer));
+        }
+    });
+    port
+}
+
+/// [`serve`], blocking, with the answer's body paced.
+fn serve_paced(mut stream: std::net::TcpStream, answer: &[u8]) {
+    use std::io::{Read, Write};
+    let head_len = memmem::find(answer, b"\r\n\r\n").map_or(0, |at| at + 4);
+    let (head, body) = answer.split_at(head_len);
+    let piece_time = Duration::from_secs_f64(PIECE as f64 / LINK_BYTES_PER_SEC);
+    let mut buffer: Vec<u8> = Vec::with_capacity(8 * 1024);
+    let mut chunk = [0u8; 8 * 1024];
+    for _ in 0..MAX_REQUESTS_PER_CONNECTION {
+        let head_end = loop {
+            if let Some(at) = memmem::find(&buffer, b"\r\n\r\n") {
+                break at + 4;
+            }
+            if buffer.len() > MAX_HEAD {
+                return;
+            }
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let length = content_length(&buffer[..head_end]).unwrap_or(0);
+        while buffer.len() < head_end + length {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+        }
+        buffer.drain(..head_end + length);
+        if stream.write_all(head).is_err() {
+            return;
+        }
+        let start = Instant::now();
+        for (k, piece) in body.chunks(PIECE).enumerate() {
+            let due = start + piece_time * u32::try_from(k).unwrap_or(u32::MAX);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            if stream.write_all(piece).is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// One of the two contestants, sending to one address.
@@ -375,29 +464,40 @@ struct Case {
     transport: Sender,
 }
 
-/// The cases, for the answers by path: `small`, `text` and `plain`.
-fn cases(port: u16, small: &Arc<Body>, text: &Arc<Body>, plain: &Arc<Body>) -> Vec<Case> {
-    let mut cases = Vec::new();
+/// The cases: each answer at its concurrency, from the server at `port`
+/// but for the paced one, from the server at `paced`.
+fn cases(port: u16, paced: u16, bodies: &Bodies) -> Vec<Case> {
     let answers = [
-        ("small", "small", small),
-        ("text", "1MiB-text", text),
-        ("plain", "1MiB-plain", plain),
+        ("small/c1", port, "small", &bodies.small, 1),
+        ("small/c32", port, "small", &bodies.small, 32),
+        ("1MiB-echo/c8", port, "plain", &bodies.plain, 8),
+        ("1MiB-generated/c8", port, "generated", &bodies.generated, 8),
+        ("1MiB-104-echoes/c8", port, "echoes", &bodies.echoes, 8),
+        ("1MiB-paced/c1", paced, "paced", &bodies.generated, 1),
     ];
-    for (path, answer, body) in answers {
-        for concurrency in [1, 32] {
+    answers
+        .into_iter()
+        .map(|(name, port, path, body, concurrency)| {
             let url = format!("http://127.0.0.1:{port}/{path}");
-            cases.push(Case {
-                name: format!("{answer}/c{concurrency}"),
+            Case {
+                name: name.to_owned(),
                 body: Arc::clone(body),
                 concurrency,
                 // Each case has its own clients, so one case's pooled
                 // connections never serve another's.
                 bare: Sender::bare(&url),
                 transport: Sender::transport(&url),
-            });
-        }
-    }
-    cases
+            }
+        })
+        .collect()
+}
+
+/// The answers' bodies, built once.
+struct Bodies {
+    small: Arc<Body>,
+    plain: Arc<Body>,
+    generated: Arc<Body>,
+    echoes: Arc<Body>,
 }
 
 /// Checks what both clients get: the bare client the whole body, the
@@ -538,21 +638,22 @@ fn ratio_table(runtime: &Runtime, cases: &[Case]) {
     println!();
     println!("send: medians of interleaved runs, per batch of `concurrency` sends");
     println!(
-        "{:<12} {:>12} {:>12} {:>18}",
-        "case", "bare", "transport", "transport / bare"
+        "{:<20} {:>12} {:>12} {:>17} {:>17}",
+        "case", "bare", "transport", "time: ours/bare", "speed: bare/ours"
     );
     for case in cases {
         let (bare, ours) = medians(runtime, case);
         println!(
-            "{:<12} {:>9.1} µs {:>9.1} µs {:>17.3}x",
+            "{:<20} {:>9.1} µs {:>9.1} µs {:>16.3}x {:>17.3}",
             case.name,
             bare * 1e6,
             ours * 1e6,
-            ours / bare
+            ours / bare,
+            bare / ours
         );
         if case.name == "small/c1" {
             println!(
-                "{:<12} {:>9.3} µs per send, {:.3}% of a small/c1 send",
+                "{:<20} {:>9.3} µs per send, {:.3}% of a small/c1 send",
                 "  the meter",
                 meter * 1e6,
                 100.0 * meter / ours
@@ -569,30 +670,46 @@ fn measuring() -> bool {
     has("--bench") && !has("--test") && !has("--list") && !has("--profile-time")
 }
 
+/// The filter given on the command line, if any: criterion's one positional
+/// argument.
+fn filter() -> Option<String> {
+    std::env::args().skip(1).find(|a| !a.starts_with('-'))
+}
+
 fn main() {
     for form in JSON_FORMS {
         let decoded: String = serde_json::from_str(&format!("\"{form}\"")).expect("a JSON string");
         assert_eq!(decoded, TOKEN, "{form} is the token JSON-escaped");
     }
-    let small = Arc::new(Body::tokenless(SMALL));
-    let (text, plain) = (Arc::new(text_answer()), Arc::new(plain_answer()));
+    let bodies = Bodies {
+        small: Arc::new(Body::tokenless(SMALL)),
+        plain: Arc::new(plain_answer()),
+        generated: Arc::new(text_answer(GENERATED_EVERY)),
+        echoes: Arc::new(text_answer(ECHOES_EVERY)),
+    };
+    assert_eq!(bodies.generated.echoes, 9, "the generated answer's echoes");
+    assert_eq!(bodies.echoes.echoes, 104, "the echoing answer's echoes");
     let port = start_server(Answers {
-        small: response(&small.sent),
-        plain: response(&plain.sent),
-        text: response(&text.sent),
+        small: response(&bodies.small.sent),
+        plain: response(&bodies.plain.sent),
+        generated: response(&bodies.generated.sent),
+        echoes: response(&bodies.echoes.sent),
     });
+    let paced = start_paced_server(response(&bodies.generated.sent));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("the client runtime starts");
-    let cases = cases(port, &small, &text, &plain);
+    let cases = cases(port, paced, &bodies);
     for case in &cases {
         warm_up(&runtime, case);
     }
     let mut criterion = Criterion::default().configure_from_args();
-    criterion_groups(&mut criterion, &runtime, &cases);
-    criterion.final_summary();
-    if measuring() {
+    if filter().is_none_or(|f| f != "ratio") {
+        criterion_groups(&mut criterion, &runtime, &cases);
+        criterion.final_summary();
+    }
+    if measuring() && filter().is_none_or(|f| f == "ratio") {
         ratio_table(&runtime, &cases);
     }
 }

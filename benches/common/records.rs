@@ -39,8 +39,8 @@ pub fn generated(i: usize, echo: Option<&str>) -> String {
     }
 }
 
-/// The form of the token generated record `i` echoes: every 100th record
-/// echoes one, the two JSON forms in turn.
-pub fn generated_echo(i: usize) -> Option<&'static str> {
-    (i % 100 == 99).then(|| JSON_FORMS[i / 100 % 2])
+/// The form of the token generated record `i` echoes: every `every`th
+/// record echoes one, the two JSON forms in turn.
+pub fn generated_echo(i: usize, every: usize) -> Option<&'static str> {
+    (i % every == every - 1).then(|| JSON_FORMS[i / every % 2])
 }

@@ -36,7 +36,7 @@ mod survey;
 mod views;
 mod windows;
 
-use crate::Env;
+use crate::env::Env;
 use maps::{Nested, Raw, SourceMap, Window};
 use memchr::{memchr2, memchr3};
 use patterns::{Matcher, Search, compile};

@@ -150,6 +150,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             leftmost,
             overlapping,
             longest,
+            shortest,
             gate,
             grams,
             run_reach,
@@ -176,6 +177,8 @@ pub(super) struct Search {
     /// The length of the longest pattern: how far a hit can reach past
     /// where it starts.
     pub(super) longest: usize,
+    /// The length of the shortest pattern: no hit's source is shorter.
+    pub(super) shortest: usize,
     /// Where a hit can be at all, when the patterns are long enough for
     /// that to narrow the text down.
     pub(super) gate: Option<Gate>,

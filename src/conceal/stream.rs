@@ -191,6 +191,28 @@ impl ConcealStream {
         *self = ConcealStream::new(self.concealer.clone());
     }
 
+    /// The most a push of `piece` bytes can append to its output: what is
+    /// held and the piece, and what markers add where they are longer than
+    /// what they replace (each replaces a hit's source, at least the
+    /// shortest pattern, but the one a release's end cuts short). A reader
+    /// that reserves this before each push never grows its output by
+    /// doubling past what the text needs.
+    pub(crate) fn most_released(&self, piece: usize) -> usize {
+        let input = self.held().saturating_add(piece);
+        match &self.concealer.state().matcher {
+            Matcher::Nothing => piece,
+            Matcher::FailClosed => REDACTED.len(),
+            Matcher::Automaton(search) => {
+                let shortest = search.shortest.max(1);
+                let markers = input / shortest + 1;
+                let growth = REDACTED.len().saturating_sub(shortest);
+                input
+                    .saturating_add(REDACTED.len())
+                    .saturating_add(markers.saturating_mul(growth))
+            }
+        }
+    }
+
     /// How many bytes of input are held back, not yet released.
     pub(crate) fn held(&self) -> usize {
         self.buf.len() - self.held_from
@@ -458,11 +480,15 @@ mod tests {
         cuts.sort_unstable();
         for cut in cuts.into_iter().chain([text.len()]) {
             let cut = floor_boundary(text, cut.max(at));
+            let (before, most) = (out.len(), stream.most_released(cut - at));
             stream.push(text.get(at..cut).unwrap_or_default(), &mut out);
             assert!(stream.held() <= concealer.reach().max(cut - at));
+            assert!(out.len() - before <= most, "released past most_released");
             at = cut;
         }
+        let (before, most) = (out.len(), stream.most_released(0));
         stream.finish(&mut out);
+        assert!(out.len() - before <= most, "released past most_released");
         out
     }
 

@@ -72,7 +72,6 @@ pub(super) async fn read_answer(
     let mut arrived: usize = 0;
     let mut characters = Utf8Pieces::default();
     let mut concealing = concealer.stream();
-    let reach = concealer.reach();
     let read = async {
         // One timer for the whole body, not one per piece: a timer is set
         // and cleared in the runtime's wheel each time.
@@ -88,8 +87,10 @@ pub(super) async fn read_answer(
             arrived += piece.len();
             // Doubling, as a `String` grows, but never past the cap: from
             // just over half the cap, doubling would allocate nearly twice
-            // it. A push releases at most the piece and what was held.
-            let release = piece.len().saturating_add(reach);
+            // it. A push releases at most the piece and what was held, and
+            // an answer as long as it declared fits what was reserved for
+            // it, with no copy to a larger buffer at its end.
+            let release = concealing.most_released(piece.len());
             if text.capacity() - text.len() < release {
                 let wanted = text
                     .capacity()
