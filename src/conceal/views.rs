@@ -176,10 +176,27 @@ pub(super) struct Holds {
     pub(super) escaped_break: bool,
 }
 
-/// Up to this long, a text's triggers and breaks are read in one pass of
-/// masks ([`Positions`]); a longer one is asked each question with a
-/// search of its own, which stops at the first answer.
+/// Up to this long, a text's triggers and breaks are read in one pass over
+/// its bytes; a longer one is asked each question with a search of its
+/// own, which stops at the first answer.
 const READ_IN_ONE_PASS: usize = 512;
+
+/// The classes of bytes [`Holds::of`] looks for, as bits.
+const BACKSLASH: u8 = 1;
+const PERCENT: u8 = 2;
+const AMPERSAND: u8 = 4;
+const RAW_BREAK: u8 = 8;
+
+/// Each byte's class for [`Holds::of`], zero for most.
+const HOLDS_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'\\' as usize] = BACKSLASH;
+    table[b'%' as usize] = PERCENT;
+    table[b'&' as usize] = AMPERSAND;
+    table[b'\r' as usize] = RAW_BREAK;
+    table[b'\n' as usize] = RAW_BREAK;
+    table
+};
 
 impl Holds {
     pub(super) fn of(text: &[u8]) -> Holds {
@@ -190,18 +207,24 @@ impl Holds {
                 escaped_break: holds_break(text, true),
             };
         }
+        // One look at each byte through a table: a stretch is a few dozen
+        // bytes, fewer than the masks' set-up costs.
         let mut holds = Holds::default();
-        Positions::of(text, b"\\%&\r\n").for_each(|p| match text.get(p) {
-            Some(b'\\') => {
-                holds.families.escapes = true;
-                if matches!(text.get(p + 1), Some(b'n' | b'r')) {
-                    holds.escaped_break = true;
-                }
+        let mut seen = 0u8;
+        for (p, &b) in text.iter().enumerate() {
+            let class = HOLDS_CLASS[usize::from(b)];
+            if class == 0 {
+                continue;
             }
-            Some(b'%') => holds.families.percent = true,
-            Some(b'&') => holds.families.refs = true,
-            _ => holds.raw_break = true,
-        });
+            seen |= class;
+            if class == BACKSLASH && matches!(text.get(p + 1), Some(b'n' | b'r')) {
+                holds.escaped_break = true;
+            }
+        }
+        holds.families.escapes = seen & BACKSLASH != 0;
+        holds.families.percent = seen & PERCENT != 0;
+        holds.families.refs = seen & AMPERSAND != 0;
+        holds.raw_break = seen & RAW_BREAK != 0;
         holds
     }
 
