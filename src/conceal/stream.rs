@@ -23,7 +23,7 @@
 //! (a complete event, a JSON line), and what follows the barrier is held
 //! until a later one arrives, or, in a stretch with none (a long base64
 //! run), until more than the reach has arrived past it: then all but the
-//! last [`radius`] bytes are settled, concealed with a radius of released
+//! last radius of bytes (half the reach) are settled, concealed with a radius of released
 //! text before them. Nothing is released on a timer; there is none.
 //!
 //! The work is linear: each push looks back from its end only over the
@@ -36,57 +36,10 @@
 use super::Concealer;
 use super::REDACTED;
 use super::patterns::{Matcher, Search};
-use super::scan::MOST_WIDENINGS;
-use crate::text::syntax::LONGEST_ESCAPE;
+use super::reach::CLOSING_REACH;
 use memchr::memchr3;
 
-/// The most bytes one decoded escape takes: `&DiacriticalGrave;`, the
-/// longest name decoded, and `&#x` with fourteen digits and `;`
-/// (`MAX_REF_DIGITS`); every other escape is shorter.
-const LONGEST_DECODED: usize = 18;
-
-/// The most bytes of text one byte of a view comes from, two layers deep:
-/// an escape of the second layer, each of whose bytes is an escape of the
-/// first.
-const PER_VIEW_BYTE: usize = LONGEST_DECODED * LONGEST_DECODED;
-
-/// The most bytes of text one byte of a hit comes from, with the line
-/// break a joined view may drop after it (a JSON-escaped `\r\n`, four
-/// bytes of a view two layers deep).
-const PER_HIT_BYTE: usize = 5 * PER_VIEW_BYTE;
-
-/// How far, each way, whether a byte is concealed can depend on the bytes
-/// around it: the source span of the longest hit (its longest pattern, each
-/// byte two layers deep with a line break after it), the characters a
-/// base64 core takes beside it with their padding and breaks, how far back
-/// the decoding of a hit's first escape can start (an escape, two layers
-/// deep, and the ends of a long backslash run), how far a span's edges
-/// widen over straddling escapes, and a margin.
-fn radius(search: &Search) -> usize {
-    let hit = search.longest * PER_HIT_BYTE;
-    let shared = 4 * PER_HIT_BYTE;
-    let start = PER_VIEW_BYTE + (2 * search.run_reach + 2) * LONGEST_DECODED;
-    let edges = MOST_WIDENINGS * LONGEST_ESCAPE + 4;
-    hit + shared + start + edges + 64
-}
-
-/// How far back a `;`, `{`, `}` or `#` can be the end of an escape: the
-/// longest escape two layers deep. With no trigger that far back, none is.
-const CLOSING_REACH: usize = PER_VIEW_BYTE;
-
 impl Concealer {
-    /// How far the concealer reads: whether a byte of a text is concealed
-    /// depends only on the bytes within this many of it, and a
-    /// [`ConcealStream`] holds back at most this many. Twice the
-    /// [`radius`] the concealment of a byte can depend on, so that a
-    /// stream settles a stretch with no barrier a radius at a time.
-    pub(crate) fn reach(&self) -> usize {
-        match &self.state().matcher {
-            Matcher::Automaton(search) => 2 * radius(search),
-            Matcher::Nothing | Matcher::FailClosed => 0,
-        }
-    }
-
     /// A stream that conceals a text arriving in pieces exactly as
     /// [`Concealer::conceal`] conceals it whole.
     pub(crate) fn stream(&self) -> ConcealStream {
@@ -551,13 +504,6 @@ mod tests {
 
     /// The figure `DESIGN.md` derives for a 32-character token: hex of 64
     /// bytes, each up to 1,620 bytes of text, and the rest.
-    #[test]
-    fn the_reach_of_a_32_character_token_is_the_one_design_states() {
-        let concealer = Concealer::new([TOKEN]);
-        assert_eq!(concealer.reach(), 2 * 113_100);
-        assert_eq!(Concealer::new([]).reach(), 0);
-    }
-
     #[test]
     fn a_complete_event_is_released_before_the_next_byte_arrives() {
         let concealer = Concealer::new([TOKEN]);

@@ -30,13 +30,13 @@
 //! The caller pulls: nothing is read ahead into a buffer that can grow.
 
 mod sse;
+mod upstream;
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
@@ -45,11 +45,11 @@ use crate::conceal::stream::ConcealStream;
 use crate::refusal::Refusal;
 use crate::refusal::evidence::words::{engine_value, engine_words, stream_error};
 use crate::refusal::failure::{Answered, Failure, refusal_after_head};
-use crate::refusal::site::Site;
 use crate::refusal::stream::{StreamError, Timer, in_stream_error, timed_out};
 use crate::transport::reply::{Opened, Pieces};
 use crate::transport::utf8::Utf8Pieces;
 use sse::{Gathered, Lines};
+pub(crate) use upstream::{Ending, Timers, Upstream};
 
 /// How much of an error's `type` or `code` a reason quotes.
 const CODE_LIMIT: usize = 100;
@@ -125,52 +125,6 @@ struct Wire {
     armed: Option<Instant>,
     /// When the last byte arrived.
     last_byte: Option<Instant>,
-}
-
-/// A stream's three timers, as instants where they are fixed.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Timers {
-    /// The send's deadline, which covers the first byte.
-    pub(crate) first_byte: Instant,
-    pub(crate) first_byte_ms: u64,
-    /// The longest gap between bytes after the first.
-    pub(crate) idle: Duration,
-    /// The stream's own deadline.
-    pub(crate) end: Instant,
-    pub(crate) end_ms: u64,
-}
-
-/// The transport a stream came from, as the stream needs it: the
-/// concealer and the cap it reads with, and the meter and span it reports
-/// to as it goes and when it ends. A trait, so that this module needs
-/// nothing of the transport's own.
-pub(crate) trait Upstream: Send + Sync {
-    fn concealer(&self) -> &Concealer;
-    fn max_answer_bytes(&self) -> u64;
-    /// `bytes` of the body arrived.
-    fn received(&self, bytes: usize);
-    /// The first byte arrived `after` the send began.
-    fn first_byte_after(&self, after: Duration);
-    /// The stream ended in `refusal` after its head.
-    fn streamed_refusal(&self, span: &tracing::Span, refusal: &Refusal, elapsed: Duration);
-    /// The stream ended as an answer.
-    fn answered(
-        &self,
-        span: &tracing::Span,
-        status: u16,
-        attempts: u32,
-        request_id: Option<&str>,
-        elapsed: Duration,
-    );
-}
-
-/// How a stream from a transport is metered and traced when it ends.
-pub(crate) struct Ending {
-    pub(crate) transport: Box<dyn Upstream>,
-    pub(crate) site: Site,
-    pub(crate) span: tracing::Span,
-    pub(crate) started: Instant,
-    pub(crate) attempts: u32,
 }
 
 /// What one more read of the body came to.
@@ -714,30 +668,6 @@ fn scripted_refusal() -> Refusal {
         "a scripted stream refused; the engine's address is read from CHANT_BEHAVIOUR_ENGINE by default",
         None,
     )
-}
-
-impl Ending {
-    fn record(
-        self,
-        refusal: Option<&Refusal>,
-        status: u16,
-        request_id: Option<&str>,
-        bytes: u64,
-        events: Option<u64>,
-    ) {
-        let elapsed = self.started.elapsed();
-        let span = &self.span;
-        span.record("bytes", bytes);
-        if let Some(events) = events {
-            span.record("events", events);
-        }
-        match refusal {
-            Some(refusal) => self.transport.streamed_refusal(span, refusal, elapsed),
-            None => self
-                .transport
-                .answered(span, status, self.attempts, request_id, elapsed),
-        }
-    }
 }
 
 /// A stream its reader drops before the end counts as an answer: the

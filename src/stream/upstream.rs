@@ -1,0 +1,81 @@
+//! What a stream reports to, and when: its three timers, the transport it
+//! came from (as [`Upstream`], so that the stream needs nothing of the
+//! transport's own), and the [`Ending`] that meters and traces it once.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::conceal::Concealer;
+use crate::refusal::Refusal;
+use crate::refusal::site::Site;
+
+/// A stream's three timers, as instants where they are fixed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timers {
+    /// The send's deadline, which covers the first byte.
+    pub(crate) first_byte: Instant,
+    pub(crate) first_byte_ms: u64,
+    /// The longest gap between bytes after the first.
+    pub(crate) idle: Duration,
+    /// The stream's own deadline.
+    pub(crate) end: Instant,
+    pub(crate) end_ms: u64,
+}
+
+/// The transport a stream came from, as the stream needs it: the
+/// concealer and the cap it reads with, and the meter and span it reports
+/// to as it goes and when it ends. A trait, so that this module needs
+/// nothing of the transport's own.
+pub(crate) trait Upstream: Send + Sync {
+    fn concealer(&self) -> &Concealer;
+    fn max_answer_bytes(&self) -> u64;
+    /// `bytes` of the body arrived.
+    fn received(&self, bytes: usize);
+    /// The first byte arrived `after` the send began.
+    fn first_byte_after(&self, after: Duration);
+    /// The stream ended in `refusal` after its head.
+    fn streamed_refusal(&self, span: &tracing::Span, refusal: &Refusal, elapsed: Duration);
+    /// The stream ended as an answer.
+    fn answered(
+        &self,
+        span: &tracing::Span,
+        status: u16,
+        attempts: u32,
+        request_id: Option<&str>,
+        elapsed: Duration,
+    );
+}
+
+/// How a stream from a transport is metered and traced when it ends.
+pub(crate) struct Ending {
+    pub(crate) transport: Box<dyn Upstream>,
+    pub(crate) site: Site,
+    pub(crate) span: tracing::Span,
+    pub(crate) started: Instant,
+    pub(crate) attempts: u32,
+}
+
+impl Ending {
+    pub(super) fn record(
+        self,
+        refusal: Option<&Refusal>,
+        status: u16,
+        request_id: Option<&str>,
+        bytes: u64,
+        events: Option<u64>,
+    ) {
+        let elapsed = self.started.elapsed();
+        let span = &self.span;
+        span.record("bytes", bytes);
+        if let Some(events) = events {
+            span.record("events", events);
+        }
+        match refusal {
+            Some(refusal) => self.transport.streamed_refusal(span, refusal, elapsed),
+            None => self
+                .transport
+                .answered(span, status, self.attempts, request_id, elapsed),
+        }
+    }
+}
