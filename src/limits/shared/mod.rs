@@ -1,0 +1,633 @@
+//! One hold for a fleet (CONTRACT §13): the hold of §9 kept in Redis as
+//! well as in the process, so that a `429` seen by one predictor process
+//! holds every process that shares the account.
+//!
+//! Each process learns the window only from its own `429`: four processes
+//! sent four requests into one spent window, and LLM gateways keep shared
+//! cooldowns in Redis for this reason. A Redis on the send path, though, is
+//! one more thing that can be down, slow or wrong, so the shared hold is
+//! advice and never a gate of its own: every exchange with Redis is bounded
+//! by one wait (50 ms by default, connecting included), and a Redis that is
+//! down, slow, refusing or answering garbage costs a send at most that wait
+//! and never fails it. It is logged once at `WARN`, and the process keeps to
+//! its own hold until Redis answers again.
+//!
+//! # Round trips per send
+//!
+//! | case | Redis round trips |
+//! |---|---|
+//! | no hold anywhere (the common path) | 1: [`SharedHold::check`], `PTTL` and `GETRANGE` pipelined |
+//! | the fleet's hold is in force | 1: the check; the send is held, nothing goes to the engine |
+//! | the engine's answer starts or lengthens a hold | 2: the check, then [`SharedHold::extend`] (one `EVAL`) |
+//! | a process's first send | the connect (TCP, TLS for `rediss://`, one pipelined handshake) and the check, all within the wait; a connect not done by then goes on in the background, for at most 2 s |
+//! | Redis down, silent or refusing | none while backing off (1 s, doubling to 16 s): the shared hold is skipped without waiting; one send per back-off tries again, for at most the wait |
+//!
+//! # What is stored
+//!
+//! One string under the key, `meterwire:hold:<scope>:<host:port>` by
+//! default ([`SharedHold::default_key`]): `v1|<asked_at, Unix ms>|<asked,
+//! ms>|<why>`, e.g. `v1|1764580000000|30000|HTTP 429`, expiring when the hold
+//! ends. Neither holds anything of the token: the key names the scope and
+//! the engine's host, the value what the engine asked. A value read back is
+//! parsed defensively (at most 256 bytes are read, every number is checked),
+//! and one this code did not write is ignored. Its `why` is text from
+//! outside the process (anyone who may write the key wrote it): at most 160
+//! printable ASCII characters, and quoted only where the concealer sees it.
+//! Every log line here passes through the transport's concealer too.
+//!
+//! # The end only grows
+//!
+//! A later, shorter hint must not cut a fleet's hold short (a gateway's
+//! cooldown that kept its first, shorter deadline is the bug this avoids).
+//! §13 names `SET … PX NX` then `PEXPIRE … GT`; [`SharedHold::extend`] runs
+//! the equivalent as one script instead: read the time left, and set the
+//! value with the new end only when that end is later. It is one round
+//! trip like the pipelined pair, and it also moves the record with the end,
+//! which the pair cannot: after `SET NX` fails, `PEXPIRE GT` lengthens the
+//! key but leaves the first hold's record, so a refusal would say "the
+//! engine asked at 12:00 to wait 10 s, and 58 s is left". A key someone set
+//! without an expiry is also replaced rather than kept forever.
+//!
+//! # Where it is
+//!
+//! This file holds [`SharedHold`]: building it, its check and extend, and
+//! the one bounded exchange each makes. [`link`] holds its connection to
+//! Redis and what it knows of Redis's health; [`record`] the value stored
+//! under the key and how Redis's answers are read.
+
+mod link;
+mod record;
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+// redis-rs (the `redis` crate): Rust's most used Redis client, released
+// often, on tokio, with rustls for `rediss://`; its multiplexed connection
+// carries concurrent requests over one socket, pipelines them, and parses
+// RESP (none is written here). Its `ConnectionManager` is not used: it makes its first connection
+// only while a caller is polling it, so a connect longer than the send's
+// wait (TLS to a remote Redis) would never finish; it never replaces a
+// first connection that failed other than by I/O (a wrong password); and it
+// needs a runtime when it is built. The connection (`link`) is made by one
+// background task at a time, bounded, and replaced after any failure.
+use redis::{Client, ConnectionAddr, Value};
+use tokio::time::{Instant, timeout_at};
+
+use self::link::{Link, describe};
+use self::record::{Fault, Found, MAX_PX, MAX_VALUE, read_check, read_extend};
+pub(crate) use self::record::{Record, Shared};
+use crate::clock::later;
+use crate::conceal::Concealer;
+
+/// How long a send waits for Redis, connecting included, unless told.
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(50);
+
+/// The longest key a caller may name.
+const MAX_KEY: usize = 256;
+
+/// `KEYS[1]` ends no sooner than `ARGV[2]` ms from now, recording
+/// `ARGV[1]`: set only when the time left is shorter (or there is no key,
+/// `-2`, or a key that never expires, `-1`).
+const EXTEND: &str = "\
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then \
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
+
+/// The fleet's hold: a Redis client, the key, the bounded wait, and what
+/// it knows of Redis's health (so that a warning is said once).
+pub(crate) struct SharedHold {
+    client: Client,
+    key: String,
+    wait: Duration,
+    /// Redis's host and port as logs name it, concealed: never the
+    /// password.
+    redis: String,
+    /// The key as logs name it, concealed (a name the caller gave could
+    /// hold anything).
+    shown_key: String,
+    /// The transport's concealer, which every log line passes through.
+    concealer: Concealer,
+    /// A check's request, encoded once.
+    check: redis::Pipeline,
+    link: Arc<Mutex<Link>>,
+}
+
+/// What building a shared hold found wrong. No message names the URL's
+/// password, or the URL at all past its scheme.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum SharedHoldError {
+    #[error("the shared hold's Redis URL is not a URL; give one like redis://host:6379/")]
+    NotAUrl,
+    #[error("the shared hold's Redis URL starts {0}://; give a redis:// or rediss:// URL")]
+    Scheme(String),
+    #[error("the shared hold's Redis URL names no host; give one like redis://host:6379/")]
+    NoHost,
+    #[error(
+        "the shared hold's Redis URL ends #insecure, which asks for TLS without checking the \
+         server's certificate; this transport always checks it"
+    )]
+    Insecure,
+    #[error(
+        "the Redis client did not take the shared hold's URL ({0}); check its port, database and options"
+    )]
+    Rejected(String),
+    #[error("the shared hold's key {0}; give a name of 1 to 256 bytes with no control characters")]
+    Key(&'static str),
+    #[error("the shared hold's wait is zero; give it at least a millisecond (50 ms by default)")]
+    Wait,
+}
+
+impl SharedHold {
+    /// A shared hold in Redis at `url` (`redis://`, `rediss://`, a password
+    /// allowed) under `key`, each exchange bounded by `wait`, its log lines
+    /// passed through `concealer`. Nothing is connected until the first
+    /// check: building needs neither Redis nor a runtime.
+    pub(crate) fn new(
+        url: &str,
+        key: String,
+        wait: Duration,
+        concealer: Concealer,
+    ) -> Result<SharedHold, SharedHoldError> {
+        let parsed = url::Url::parse(url).map_err(|_| SharedHoldError::NotAUrl)?;
+        if !matches!(parsed.scheme(), "redis" | "rediss") {
+            return Err(SharedHoldError::Scheme(parsed.scheme().to_owned()));
+        }
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err(SharedHoldError::NoHost);
+        }
+        if parsed.fragment() == Some("insecure") {
+            return Err(SharedHoldError::Insecure);
+        }
+        check_key(&key)?;
+        if wait.is_zero() {
+            return Err(SharedHoldError::Wait);
+        }
+        // The client's own message could quote the URL: only its category
+        // is said.
+        let client = Client::open(url)
+            .map_err(|error| SharedHoldError::Rejected(error.category().to_owned()))?;
+        let redis = match client.get_connection_info().addr() {
+            ConnectionAddr::Tcp(host, port) => host_port(host, *port),
+            ConnectionAddr::TcpTls { host, port, .. } => {
+                format!("{} (TLS)", host_port(host, *port))
+            }
+            _ => return Err(SharedHoldError::Scheme(parsed.scheme().to_owned())),
+        };
+        let mut check = redis::pipe();
+        check
+            .cmd("PTTL")
+            .arg(&key)
+            .cmd("GETRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(MAX_VALUE - 1)
+            .ignore_errors();
+        Ok(SharedHold {
+            client,
+            shown_key: concealer.conceal(&key).into_owned(),
+            redis: concealer.conceal(&redis).into_owned(),
+            concealer,
+            key,
+            wait,
+            check,
+            link: Arc::new(Mutex::new(Link::default())),
+        })
+    }
+
+    /// The key a transport uses unless told: `meterwire:hold:<scope>:<host>`,
+    /// the scope folded to `[a-z0-9_-]` and `host` the engine's host with
+    /// its port (`engine.example:443`). Every process with the same scope
+    /// and engine shares it; nothing of the token is in it.
+    pub(crate) fn default_key(scope: &str, host: &str) -> String {
+        let scope: String = scope
+            .chars()
+            .map(|c| match c.to_ascii_lowercase() {
+                c @ ('a'..='z' | '0'..='9' | '_' | '-') => c,
+                _ => '_',
+            })
+            .collect();
+        let host: String = host
+            .chars()
+            .map(|c| match c.to_ascii_lowercase() {
+                c @ ('a'..='z' | '0'..='9' | '.' | '-' | '_' | ':' | '[' | ']') => c,
+                _ => '_',
+            })
+            .collect();
+        format!("meterwire:hold:{scope}:{host}")
+    }
+
+    /// The shared hold as a refusal names it: `Redis host:port, key …`,
+    /// concealed, never the password.
+    pub(crate) fn shown(&self) -> String {
+        format!("Redis {}, key {}", self.redis, self.shown_key)
+    }
+
+    /// The fleet's hold in force now, if any, within the wait. A Redis that
+    /// is down, slow, refusing or answering garbage gives `None` (and one
+    /// warning until it answers again); so does a key holding a value this
+    /// code did not write (one warning until a good one is read).
+    pub(crate) async fn check(&self) -> Option<Shared> {
+        match self.exchange(&self.check, read_check).await? {
+            Found::Nothing => {
+                self.value_was_good();
+                None
+            }
+            Found::Hold(shared) => {
+                self.value_was_good();
+                Some(shared)
+            }
+            Found::Garbage(what) => {
+                self.value_was_garbage(what);
+                None
+            }
+        }
+    }
+
+    /// Makes the fleet's hold end no sooner than `left` from now, recording
+    /// `record`: the end only ever grows, and the record moves with it.
+    /// Bounded by the same wait; a Redis that fails is warned about as in
+    /// [`SharedHold::check`], and nothing else comes of it.
+    pub(crate) async fn extend(&self, left: Duration, record: &Record) {
+        let ms = u64::try_from(left.as_millis())
+            .unwrap_or(u64::MAX)
+            .min(MAX_PX);
+        if ms == 0 {
+            return;
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("EVAL")
+            .arg(EXTEND)
+            .arg(1)
+            .arg(&self.key)
+            .arg(record.encode())
+            .arg(ms)
+            .ignore_errors();
+        let _ = self.exchange(&pipe, read_extend).await;
+    }
+
+    /// One pipelined request and its answer read by `read`, within the
+    /// wait; `None` when Redis is skipped for a back-off or failed (which
+    /// is recorded, and warned about once).
+    async fn exchange<T>(
+        &self,
+        pipe: &redis::Pipeline,
+        read: impl FnOnce(Value) -> Result<T, Fault>,
+    ) -> Option<T> {
+        let now = Instant::now();
+        let ticket = self.ticket(now)?;
+        let until = later(now, self.wait);
+        let mut made = None;
+        let asked = async {
+            let (number, mut conn) = self.connection().await?;
+            made = Some(number);
+            let answer = pipe.query_async::<Value>(&mut conn).await;
+            answer.map_err(|error| Fault::Broken(describe(&error)))
+        };
+        let answer = match timeout_at(until, asked).await {
+            Ok(answer) => answer,
+            Err(_) => Err(Fault::Slow {
+                connected: made.is_some(),
+            }),
+        };
+        match answer.and_then(read) {
+            Ok(found) => {
+                self.answered(ticket);
+                Some(found)
+            }
+            Err(fault) => {
+                self.failed(ticket, made, &fault);
+                None
+            }
+        }
+    }
+}
+
+impl fmt::Debug for SharedHold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedHold")
+            .field("redis", &self.redis)
+            .field("key", &self.shown_key)
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
+fn check_key(key: &str) -> Result<(), SharedHoldError> {
+    if key.is_empty() {
+        return Err(SharedHoldError::Key("is empty"));
+    }
+    if key.len() > MAX_KEY {
+        return Err(SharedHoldError::Key("is longer than 256 bytes"));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(SharedHoldError::Key("has a control character"));
+    }
+    Ok(())
+}
+
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// The integration tests' Redis, shared rather than copied: a real
+/// `redis-server`, a silent listener and a dead port.
+#[cfg(test)]
+#[path = "../../../tests/it/support/redis.rs"]
+#[allow(dead_code)]
+mod server;
+
+#[cfg(test)]
+mod tests {
+    //! Against a real `redis-server` on loopback (and a dead port), none of
+    //! it mocked: `server` is the integration tests' helper, compiled here
+    //! too. The helpers here serve `link`'s and `record`'s tests as well.
+
+    use std::fmt::Write as _;
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use base64::Engine as _;
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+    use super::server::{Redis, dead_port};
+    use super::*;
+    use crate::refusal::held::Hold;
+
+    pub(super) const TOKEN: &str = "mw-test-Q7vX2kP9zR4tL8wN";
+    pub(super) const WAIT: Duration = DEFAULT_WAIT;
+
+    pub(super) fn concealer() -> Concealer {
+        Concealer::new([TOKEN])
+    }
+
+    pub(super) fn hold_at(url: &str) -> SharedHold {
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        match SharedHold::new(url, key, WAIT, concealer()) {
+            Ok(hold) => hold,
+            Err(error) => panic!("{url} should make a shared hold: {error}"),
+        }
+    }
+
+    pub(super) fn record(why: &str, asked: Duration) -> Record {
+        Record {
+            why: why.to_owned(),
+            asked,
+            // Stored to the millisecond.
+            asked_at: UNIX_EPOCH + Duration::from_millis(1_764_580_000_123),
+        }
+    }
+
+    fn pttl(redis: &Redis, key: &str) -> i64 {
+        let answer = redis::cmd("PTTL").arg(key).query(&mut redis.connection());
+        answer.unwrap_or(-3)
+    }
+
+    /// The events at `WARN` and `INFO`, each as its fields' text.
+    #[derive(Clone, Default)]
+    pub(super) struct Events(Arc<Mutex<Vec<(tracing::Level, String)>>>);
+
+    impl Events {
+        pub(super) fn at(&self, level: tracing::Level) -> Vec<String> {
+            let events = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            events
+                .iter()
+                .filter(|(l, _)| *l == level)
+                .map(|(_, text)| text.clone())
+                .collect()
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Events {
+        fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+            struct Text<'a>(&'a mut String);
+            impl Visit for Text<'_> {
+                fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+                    let _ = write!(self.0, "{}={value:?} ", field.name());
+                }
+            }
+            let mut text = String::new();
+            event.record(&mut Text(&mut text));
+            let mut events = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            events.push((*event.metadata().level(), text));
+        }
+    }
+
+    /// Events said on this thread until the guard drops (the tests run on
+    /// tokio's current-thread runtime, so the checks' events are here).
+    pub(super) fn capture() -> (Events, tracing::subscriber::DefaultGuard) {
+        let events = Events::default();
+        let subscriber = tracing_subscriber::registry().with(events.clone());
+        (events, tracing::subscriber::set_default(subscriber))
+    }
+
+    #[tokio::test]
+    async fn a_hold_extended_is_read_back_with_its_record() {
+        let redis = Redis::start();
+        let shared = hold_at(&redis.url());
+        assert_eq!(shared.check().await, None);
+        let asked = record("HTTP 429", Duration::from_secs(10));
+        shared.extend(Duration::from_secs(10), &asked).await;
+        let found = shared.check().await.expect("the fleet's hold");
+        assert_eq!(found.record, asked);
+        assert!(found.left > Duration::from_secs(9) && found.left <= Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn the_end_only_grows_and_the_record_moves_with_it() {
+        let redis = Redis::start();
+        let shared = hold_at(&redis.url());
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        let first = record("HTTP 429", Duration::from_secs(10));
+        shared.extend(Duration::from_secs(10), &first).await;
+        shared
+            .extend(
+                Duration::from_secs(2),
+                &record("HTTP 503", Duration::from_secs(2)),
+            )
+            .await;
+        assert!(
+            pttl(&redis, &key) > 9_000,
+            "a shorter hold cut the end short"
+        );
+        assert_eq!(shared.check().await.map(|found| found.record), Some(first));
+        let longer = record("HTTP 503", Duration::from_secs(30));
+        shared.extend(Duration::from_secs(30), &longer).await;
+        assert!(
+            pttl(&redis, &key) > 29_000,
+            "a longer hold did not lengthen it"
+        );
+        assert_eq!(shared.check().await.map(|found| found.record), Some(longer));
+    }
+
+    #[tokio::test]
+    async fn one_process_sees_the_hold_another_set() {
+        let redis = Redis::start();
+        let (one, other) = (hold_at(&redis.url()), hold_at(&redis.url()));
+        one.extend(
+            Duration::from_secs(5),
+            &record("HTTP 429", Duration::from_secs(5)),
+        )
+        .await;
+        let found = other.check().await.expect("the fleet's hold");
+        let now = Instant::now();
+        let hold = found.hold(now, Duration::from_secs(3600), other.shown());
+        assert_eq!(hold.why, "HTTP 429");
+        assert!(hold.until > now + Duration::from_secs(4));
+        assert_eq!(hold.ceiling, None);
+    }
+
+    #[tokio::test]
+    async fn a_key_a_stranger_wrote_is_ignored_and_warned_about_once() {
+        let redis = Redis::start();
+        let shared = hold_at(&redis.url());
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        let mut connection = redis.connection();
+        let (events, _guard) = capture();
+        for (value, px) in [("junk", Some(10_000)), ("v1|1|2|HTTP 429", None)] {
+            let mut set = redis::cmd("SET");
+            set.arg(&key).arg(value);
+            if let Some(px) = px {
+                set.arg("PX").arg(px);
+            }
+            let _: () = set.query(&mut connection).expect("SET");
+            assert_eq!(shared.check().await, None);
+            assert_eq!(shared.check().await, None);
+        }
+        assert_eq!(events.at(tracing::Level::WARN).len(), 1);
+        // Not a string: ignored too, and not counted against Redis.
+        let _: () = redis::cmd("DEL")
+            .arg(&key)
+            .query(&mut connection)
+            .expect("DEL");
+        let _: () = redis::cmd("RPUSH")
+            .arg(&key)
+            .arg("x")
+            .query(&mut connection)
+            .expect("RPUSH");
+        assert_eq!(shared.check().await, None);
+        // The next hold replaces any of them.
+        let asked = record("HTTP 429", Duration::from_secs(5));
+        shared.extend(Duration::from_secs(5), &asked).await;
+        assert_eq!(shared.check().await.map(|found| found.record), Some(asked));
+        assert_eq!(events.at(tracing::Level::WARN).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_keys_hold_nothing_of_the_token() {
+        let redis = Redis::with_password("a-redis-password");
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        let shared = SharedHold::new(&redis.url(), key, WAIT, concealer()).expect("a shared hold");
+        let hold = Hold {
+            until: Instant::now() + Duration::from_secs(30),
+            asked_at: SystemTime::now(),
+            asked: Duration::from_secs(30),
+            ceiling: None,
+            why: "HTTP 429".to_owned(),
+            fleet: None,
+        };
+        shared
+            .extend(Duration::from_secs(30), &Record::of(&hold))
+            .await;
+        assert!(shared.check().await.is_some());
+        let forms = [
+            TOKEN.to_owned(),
+            base64::engine::general_purpose::STANDARD.encode(TOKEN),
+            base64::engine::general_purpose::STANDARD_NO_PAD.encode(TOKEN),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(TOKEN),
+            TOKEN.bytes().fold(String::new(), |mut hex, b| {
+                let _ = write!(hex, "{b:02x}");
+                hex
+            }),
+            TOKEN.bytes().fold(String::new(), |mut hex, b| {
+                let _ = write!(hex, "{b:02X}");
+                hex
+            }),
+        ];
+        let everything = redis.everything();
+        assert_eq!(everything.len(), 1);
+        for (key, value) in everything {
+            for form in &forms {
+                let form = form.as_bytes();
+                for stored in [&key, &value] {
+                    assert!(!stored.windows(form.len()).any(|w| w == form));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_hold_and_its_calls_can_cross_threads() {
+        fn send_sync<T: Send + Sync>(_: &T) {}
+        fn send<T: Send>(_: T) {}
+        let shared = hold_at("redis://127.0.0.1:6379/");
+        send_sync(&shared);
+        send(shared.check());
+        send(shared.extend(Duration::from_secs(1), &record("HTTP 429", Duration::ZERO)));
+    }
+
+    #[test]
+    fn building_needs_no_redis_and_no_runtime() {
+        let shared = hold_at(&format!("redis://:hunter2-pw@127.0.0.1:{}/3", dead_port()));
+        let shown = format!("{shared:?}");
+        assert!(
+            shown.contains("127.0.0.1:") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+        let tls = hold_at("rediss://user:hunter2-pw@redis.example:6380/");
+        assert!(format!("{tls:?}").contains("redis.example:6380 (TLS)"));
+    }
+
+    #[test]
+    fn a_url_or_key_that_will_not_do_is_named_without_its_password() {
+        let key = || "meterwire:hold:acme:engine.example:443".to_owned();
+        let cases = [
+            ("not a url :hunter2@", SharedHoldError::NotAUrl),
+            (
+                "http://:hunter2@redis.example/",
+                SharedHoldError::Scheme("http".to_owned()),
+            ),
+            (
+                "unix:///tmp/redis.sock",
+                SharedHoldError::Scheme("unix".to_owned()),
+            ),
+            ("redis://:hunter2@/", SharedHoldError::NotAUrl),
+            ("redis:///0", SharedHoldError::NoHost),
+            (
+                "rediss://:hunter2@redis.example/#insecure",
+                SharedHoldError::Insecure,
+            ),
+        ];
+        for (url, expected) in cases {
+            let error = SharedHold::new(url, key(), WAIT, concealer()).expect_err(url);
+            assert_eq!(error, expected, "{url}");
+            assert!(!error.to_string().contains("hunter2"), "{error}");
+            assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
+        }
+        let url = "redis://127.0.0.1/";
+        for bad in [String::new(), "k".repeat(257), "a\nb".to_owned()] {
+            assert!(matches!(
+                SharedHold::new(url, bad, WAIT, concealer()),
+                Err(SharedHoldError::Key(_))
+            ));
+        }
+        let zero = SharedHold::new(url, key(), Duration::ZERO, concealer());
+        assert_eq!(zero.err(), Some(SharedHoldError::Wait));
+    }
+
+    #[test]
+    fn the_default_key_folds_the_scope_and_keeps_the_port() {
+        assert_eq!(
+            SharedHold::default_key("Acme Prod/EU", "Engine.Example:8443"),
+            "meterwire:hold:acme_prod_eu:engine.example:8443"
+        );
+        assert_eq!(
+            SharedHold::default_key("a_b-c9", "[::1]:443"),
+            "meterwire:hold:a_b-c9:[::1]:443"
+        );
+    }
+}

@@ -1,0 +1,297 @@
+//! The fleet's hold as Redis keeps it and answers it: the [`Record`]
+//! stored under the key (`v1|<asked_at, Unix ms>|<asked, ms>|<why>`, written
+//! with every number saturated and read back defensively), the [`Shared`]
+//! hold a check finds, and how the answers to a check's `PTTL` and
+//! `GETRANGE` and to an extend's `EVAL` are read: into what a check
+//! [`Found`], or the [`Fault`] an exchange with Redis came to instead.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::Value;
+use tokio::time::Instant;
+
+use crate::clock::later;
+use crate::refusal::held::Hold;
+
+/// The most of a value that is read back (`GETRANGE 0 255`): a key someone
+/// filled with megabytes costs no more than this.
+pub(super) const MAX_VALUE: usize = 256;
+
+/// The longest `why` stored and read back.
+const MAX_WHY: usize = 160;
+
+/// The longest hold stored, in ms: thirty years, as `clock::later` saturates.
+pub(super) const MAX_PX: u64 = 30 * 365 * 24 * 3600 * 1000;
+
+/// What is stored when a hold's `why` is not one this format can carry.
+const FALLBACK_WHY: &str = "the engine's limits";
+
+/// The version tag that opens every value.
+const FORMAT: &str = "v1";
+
+/// What the process that set a fleet's hold recorded of it: what the
+/// engine asked, and nothing of the token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
+    pub(crate) why: String,
+    /// How long the engine asked for (saturated to what fits in u64 ms).
+    pub(crate) asked: Duration,
+    /// When it asked, by the wall clock, to the millisecond.
+    pub(crate) asked_at: SystemTime,
+}
+
+/// The fleet's hold in force: how long is left, as Redis counts it, and
+/// what the process that set it recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Shared {
+    pub(crate) left: Duration,
+    pub(crate) record: Record,
+}
+
+/// Why an exchange with Redis came to nothing.
+pub(super) enum Fault {
+    /// No answer within the wait: from the connect under way (which goes
+    /// on), or from Redis over a connection it had taken.
+    Slow { connected: bool },
+    /// The connect failed, and why.
+    Unreachable(String),
+    /// The connection failed or answered something that is not Redis's
+    /// protocol, and why.
+    Broken(String),
+    /// Redis answered with an error: its code.
+    Refused(String),
+    /// Redis answered, but not as Redis answers these commands.
+    Garbage,
+}
+
+/// What a check found under the key.
+pub(super) enum Found {
+    Nothing,
+    Hold(Shared),
+    /// A value this code did not write, and what is wrong with it.
+    Garbage(&'static str),
+}
+
+impl Record {
+    /// What a hold of the process's own records for the fleet.
+    pub(crate) fn of(hold: &Hold) -> Record {
+        Record {
+            why: hold.why.clone(),
+            asked: hold.asked,
+            asked_at: hold.asked_at,
+        }
+    }
+
+    /// `v1|<asked_at ms>|<asked ms>|<why>`, every number saturated, a `why`
+    /// the format cannot carry replaced.
+    pub(super) fn encode(&self) -> String {
+        let at = self.asked_at.duration_since(UNIX_EPOCH).map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        });
+        let asked = u64::try_from(self.asked.as_millis()).unwrap_or(u64::MAX);
+        let why = if why_fits(&self.why) {
+            self.why.as_str()
+        } else {
+            FALLBACK_WHY
+        };
+        format!("{FORMAT}|{at}|{asked}|{why}")
+    }
+
+    /// What [`crate::fuzzing::shared_record`] shows of a decoded value,
+    /// and the value its record encodes to.
+    #[cfg(fuzzing)]
+    pub(crate) fn decode_for_fuzzing(value: &[u8]) -> Option<((String, u128, u128), String)> {
+        let record = Record::decode(value)?;
+        let at = record
+            .asked_at
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis());
+        // As a held refusal says it: a date no HTTP date names included.
+        let _ = crate::clock::http_date(record.asked_at);
+        let shown = (record.why.clone(), record.asked.as_millis(), at);
+        Some((shown, record.encode()))
+    }
+
+    /// The record `value` holds, or `None` for anything this code did not
+    /// write: another version, a number that does not fit, a `why` too long
+    /// or with control characters.
+    fn decode(value: &[u8]) -> Option<Record> {
+        let value = std::str::from_utf8(value).ok()?;
+        let mut fields = value.splitn(4, '|');
+        if fields.next()? != FORMAT {
+            return None;
+        }
+        let at = millis(fields.next()?)?;
+        let asked = millis(fields.next()?)?;
+        let why = fields.next()?;
+        if !why_fits(why) {
+            return None;
+        }
+        Some(Record {
+            why: why.to_owned(),
+            asked: Duration::from_millis(asked),
+            asked_at: UNIX_EPOCH.checked_add(Duration::from_millis(at))?,
+        })
+    }
+}
+
+impl Shared {
+    /// The fleet's hold as this process holds it at `now`, cut to its own
+    /// ceiling as a hint of its own would be, `from` the shared hold as
+    /// [`SharedHold::shown`](super::SharedHold::shown) names it.
+    pub(crate) fn hold(&self, now: Instant, max_hold: Duration, from: String) -> Hold {
+        Hold {
+            until: later(now, self.left.min(max_hold)),
+            asked_at: self.record.asked_at,
+            asked: self.record.asked,
+            ceiling: (self.record.asked > max_hold).then_some(max_hold),
+            why: self.record.why.clone(),
+            fleet: Some(from),
+        }
+    }
+}
+
+/// What a check's `PTTL` and `GETRANGE` answered.
+pub(super) fn read_check(answer: Value) -> Result<Found, Fault> {
+    let Value::Array(items) = answer else {
+        return Err(Fault::Garbage);
+    };
+    let [ttl, value] = items.as_slice() else {
+        return Err(Fault::Garbage);
+    };
+    let value: &[u8] = match value {
+        Value::BulkString(bytes) => bytes,
+        Value::Nil => &[],
+        Value::ServerError(error) if error.code() == "WRONGTYPE" => {
+            return Ok(Found::Garbage("it is not a string"));
+        }
+        Value::ServerError(error) => return Err(Fault::Refused(error_code(error.code()))),
+        _ => return Err(Fault::Garbage),
+    };
+    let ttl = match ttl {
+        Value::Int(ms) => *ms,
+        Value::ServerError(error) => return Err(Fault::Refused(error_code(error.code()))),
+        _ => return Err(Fault::Garbage),
+    };
+    match ttl {
+        // No key, or one that expired between the two commands.
+        -2 | 0 => Ok(Found::Nothing),
+        -1 => Ok(Found::Garbage("it never expires")),
+        ms if ms > 0 => {
+            if value.is_empty() {
+                return Ok(Found::Nothing);
+            }
+            let left = Duration::from_millis(ms.unsigned_abs());
+            Ok(match Record::decode(value) {
+                Some(record) => Found::Hold(Shared { left, record }),
+                None => Found::Garbage("it is not a hold in this transport's format"),
+            })
+        }
+        _ => Err(Fault::Garbage),
+    }
+}
+
+/// What an extend's `EVAL` answered: `0` or `1`.
+pub(super) fn read_extend(answer: Value) -> Result<(), Fault> {
+    let Value::Array(items) = answer else {
+        return Err(Fault::Garbage);
+    };
+    match items.as_slice() {
+        [Value::Int(0 | 1)] => Ok(()),
+        [Value::ServerError(error)] => Err(Fault::Refused(error_code(error.code()))),
+        _ => Err(Fault::Garbage),
+    }
+}
+
+/// A number of milliseconds as this code writes it: 1 to 20 ASCII digits
+/// that fit in a u64 (no sign, no space).
+fn millis(text: &str) -> Option<u64> {
+    if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Whether `why` can be stored and read back: 1 to 160 bytes of printable
+/// ASCII.
+fn why_fits(why: &str) -> bool {
+    !why.is_empty() && why.len() <= MAX_WHY && why.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
+/// A server's error code as a log may quote it: a short word of capitals,
+/// or "an error".
+pub(super) fn error_code(code: &str) -> String {
+    let word = code.len() <= 32
+        && !code.is_empty()
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if word {
+        code.to_owned()
+    } else {
+        "an error".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::shared::tests::record;
+
+    #[test]
+    fn a_record_reads_back_and_anything_else_is_ignored() {
+        let asked = record("HTTP 429", Duration::from_millis(1500));
+        assert_eq!(Record::decode(asked.encode().as_bytes()), Some(asked));
+        let odd = record("a\nb", Duration::MAX);
+        let back = Record::decode(odd.encode().as_bytes()).expect("a record");
+        assert_eq!(back.why, FALLBACK_WHY);
+        assert_eq!(back.asked, Duration::from_millis(u64::MAX));
+        let before_epoch = Record {
+            asked_at: UNIX_EPOCH - Duration::from_secs(1),
+            ..record("HTTP 429", Duration::ZERO)
+        };
+        assert_eq!(
+            Record::decode(before_epoch.encode().as_bytes()).map(|r| r.asked_at),
+            Some(UNIX_EPOCH)
+        );
+        let long_why = "w".repeat(MAX_WHY + 1);
+        let garbage: [&[u8]; 14] = [
+            b"",
+            b"junk",
+            b"v2|1|2|HTTP 429",
+            b"v1|1|2",
+            b"v1|1|2|",
+            b"v1|+1|2|HTTP 429",
+            b"v1|1|-2|HTTP 429",
+            b"v1| 1|2|HTTP 429",
+            b"v1|18446744073709551616|2|HTTP 429",
+            b"v1|1|99999999999999999999|HTTP 429",
+            b"v1|1|2|HTTP\x1b[2J",
+            b"v1|1|2|\xff\xfe",
+            b"\xff",
+            long_why.as_bytes(),
+        ];
+        for value in garbage {
+            assert_eq!(Record::decode(value), None, "{value:?}");
+        }
+        let long = format!("v1|1|2|{long_why}");
+        assert_eq!(Record::decode(long.as_bytes()), None);
+        // The furthest instant a u64 of ms names still fits a SystemTime.
+        let far = format!("v1|{}|2|HTTP 429", u64::MAX);
+        assert!(Record::decode(far.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn a_fleet_hold_longer_than_the_ceiling_is_cut_to_it() {
+        let now = Instant::now();
+        let shared = Shared {
+            left: Duration::MAX,
+            record: record("HTTP 429", Duration::MAX),
+        };
+        let hold = shared.hold(now, Duration::from_secs(60), String::new());
+        assert_eq!(hold.until, now + Duration::from_secs(60));
+        assert_eq!(hold.ceiling, Some(Duration::from_secs(60)));
+        let _ = shared.hold(now, Duration::MAX, String::new());
+    }
+}
