@@ -4,7 +4,7 @@
 //! listener that accepts connections and never answers (a Redis that hangs);
 //! and a port where nothing listens (a Redis that is down).
 //!
-//! `tests/it` compiles it, and so do the unit tests of `src/shared_hold.rs`
+//! `tests/it` compiles it, and so do the unit tests of `src/limits/shared/`
 //! (through `#[path]`), so it uses nothing but std and the `redis` crate.
 //! `redis-server` is Debian's package; `.ci/run` installs it when missing,
 //! and `REDIS_SERVER` names another binary.
