@@ -36,8 +36,11 @@ const MAX_FILE_BYTES: u64 = 64 * 1024;
 pub(crate) enum FileProblem {
     /// No file at the path.
     Missing,
-    /// The file exists but cannot be read (permissions, a directory).
+    /// The file exists but cannot be read (permissions).
     Unreadable,
+    /// The path names no regular file (a directory, a pipe, a device),
+    /// which is not read: a pipe can block and a device never end.
+    NotAFile,
     /// It holds nothing but whitespace.
     Empty,
     /// It is larger than any token.
@@ -54,6 +57,10 @@ impl FileProblem {
         match self {
             FileProblem::Missing => "does not exist".to_owned(),
             FileProblem::Unreadable => "cannot be read (check its permissions)".to_owned(),
+            FileProblem::NotAFile => {
+                "is not a regular file (a directory, a pipe or a device), so it holds no token"
+                    .to_owned()
+            }
             FileProblem::Empty => "is empty".to_owned(),
             FileProblem::TooLarge => {
                 format!("is larger than {MAX_FILE_BYTES} bytes, so it holds no token")
@@ -201,21 +208,29 @@ impl TokenFile {
         state.current = Some((token, header, generation));
     }
 
-    /// The file's token, read now, through its path.
+    /// The file's token, read now, through its path: a regular file only,
+    /// and no more of it than a token can be, whatever its length says (a
+    /// file can grow between the look and the read).
     fn read(&self) -> Result<Token, FileProblem> {
+        use std::io::Read as _;
         // A small file on a local disk, read whole: the cost of a syscall,
         // not worth a thread of its own.
-        let metadata = std::fs::metadata(&self.path).map_err(|error| match error.kind() {
+        let problem = |error: std::io::Error| match error.kind() {
             std::io::ErrorKind::NotFound => FileProblem::Missing,
             _ => FileProblem::Unreadable,
-        })?;
+        };
+        let metadata = std::fs::metadata(&self.path).map_err(problem)?;
+        if !metadata.is_file() {
+            return Err(FileProblem::NotAFile);
+        }
         if metadata.len() > MAX_FILE_BYTES {
             return Err(FileProblem::TooLarge);
         }
-        let bytes = std::fs::read(&self.path).map_err(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => FileProblem::Missing,
-            _ => FileProblem::Unreadable,
-        })?;
+        let file = std::fs::File::open(&self.path).map_err(problem)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(problem)?;
         parse(&bytes, self.origin.clone())
     }
 

@@ -328,6 +328,47 @@ async fn a_file_that_holds_no_usable_token_is_refused_naming_the_path_never_the_
     );
 }
 
+/// A directory, a device that never ends and a pipe no one writes to are
+/// refused at once, none of them read: reading `/dev/zero` whole would never
+/// end, and opening a pipe would wait for a writer.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_path_that_is_no_regular_file_is_refused_without_being_read() {
+    let dir = Dir::new("not-a-file");
+    let pipe = dir.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo makes the pipe");
+    let server = MockServer::start().await;
+    for path in [dir.join(""), std::path::PathBuf::from("/dev/zero"), pipe] {
+        let started = std::time::Instant::now();
+        let refusal = transport(&server, &path)
+            .send("{}")
+            .await
+            .expect_err("no regular file");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{path:?} was read"
+        );
+        assert_eq!(refusal.cause(), Cause::NoEngine, "{path:?}");
+        assert_eq!(refusal.attempts(), 0, "nothing sent");
+        assert!(
+            refusal.reason().contains("is not a regular file"),
+            "{}",
+            refusal.reason()
+        );
+    }
+    assert!(
+        server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    );
+}
+
 #[tokio::test]
 async fn a_variable_and_its_file_twin_both_set_is_refused_naming_both() {
     let server = MockServer::start().await;
