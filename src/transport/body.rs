@@ -26,9 +26,16 @@ const RESERVE_AHEAD: usize = 1 << 20;
 /// is never read; dropping the response closes the connection.
 ///
 /// A head that did not reach the end of the body may end in the middle of a
-/// token, where no concealer can recognise it; it is cut back to its last
-/// whitespace, since no form of a token holds any.
-pub(super) async fn read_head(response: &mut impl Incoming, deadline: Deadline) -> Vec<u8> {
+/// form of a secret (a token hard-wrapped across two lines, cut after its
+/// first), where no concealer can recognise it whole: it is concealed as a
+/// stream would conceal it, and only what the stream releases is kept,
+/// never what it still holds back because it could be part of a form.
+/// Returns the head and how many bytes of it arrived.
+pub(super) async fn read_head(
+    response: &mut impl Incoming,
+    deadline: Deadline,
+    concealer: &Concealer,
+) -> (Vec<u8>, usize) {
     let mut head = Vec::new();
     let complete = loop {
         if head.len() >= DETAIL_READ_LIMIT {
@@ -43,11 +50,15 @@ pub(super) async fn read_head(response: &mut impl Incoming, deadline: Deadline) 
             Ok(Err(_)) | Err(_) => break false,
         }
     };
-    if !complete {
-        let keep = head.iter().rposition(u8::is_ascii_whitespace).unwrap_or(0);
-        head.truncate(keep);
+    let arrived = head.len();
+    if complete {
+        return (head, arrived);
     }
-    head
+    let mut released = String::new();
+    concealer
+        .stream()
+        .push(&String::from_utf8_lossy(&head), &mut released);
+    (released.into_bytes(), arrived)
 }
 
 /// Reads an answer body of at most `cap` bytes, concealing it as it

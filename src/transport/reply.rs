@@ -87,8 +87,8 @@ impl Reading<'_> {
     async fn refuse(&self, incoming: &mut impl Incoming, headers: &HeaderMap) -> Missed {
         let site = self.site;
         let status = incoming.status();
-        let head = read_head(incoming, self.deadline).await;
-        self.meter.received(head.len());
+        let (head, arrived) = read_head(incoming, self.deadline, self.concealer).await;
+        self.meter.received(arrived);
         let refusal = refusal_for_status(site, status, headers, &head, SystemTime::now())
             .unwrap_or_else(|| Missed::failed(site, Failure::Other).refusal);
         let outcome = Outcome::Status(status, refusal.retry_after());

@@ -637,3 +637,25 @@ async fn the_deadline_covers_the_concealment_of_the_answer() {
         ),
     }
 }
+
+/// An error body longer than the 64 KiB read of it, whose token is
+/// hard-wrapped with its second line running past the cut: what is kept of
+/// the head holds neither line of it (cut back at the last whitespace, it
+/// would have held the first line whole, a form no concealer sees).
+#[tokio::test]
+async fn an_error_head_cut_inside_a_wrapped_token_keeps_no_part_of_it() {
+    let (first, second) = TOKEN.split_at(12);
+    let body = format!("rejected {first}\n{second}{}", "z".repeat(100 * 1024));
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_string(body))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let refusal = refused(&transport_for(&server.uri(), SCOPE)).await;
+    assert_eq!(refusal.cause(), Cause::NoEngine);
+    let report = refusal.report().to_json();
+    assert!(!report.contains(first), "{report}");
+    assert!(!report.contains(second), "{report}");
+    assert_refusal_shape(&refusal);
+}
