@@ -222,7 +222,7 @@ impl Limits {
     }
 
     /// The latched refusal in force at `now` for the token of `generation`,
-    /// if any: a latch belongs to the token it judged, and a new token (a
+    /// if any: a latch belongs to the token it judged, and a newer token (a
     /// file that rotated) clears it.
     pub(crate) fn latched(&self, now: Instant, generation: u64) -> Option<Latched> {
         let mut latch = self
@@ -231,7 +231,7 @@ impl Limits {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if latch
             .as_ref()
-            .is_some_and(|latched| latched.generation != generation)
+            .is_some_and(|latched| latched.generation < generation)
         {
             *latch = None;
         }
@@ -242,12 +242,21 @@ impl Limits {
     }
 
     /// Repeats `refusal` without sending until `now + duration`, for the
-    /// token of `generation`.
+    /// token of `generation`. A rejection of an older token, arriving late
+    /// from a send that was in flight when the file rotated, never replaces
+    /// the latch of a newer one (which the next send would then clear, and
+    /// send the rejected token again).
     fn latch(&self, now: Instant, duration: Duration, refusal: &Refusal, generation: u64) {
         let mut latch = self
             .latch
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if latch
+            .as_ref()
+            .is_some_and(|latched| latched.generation > generation)
+        {
+            return;
+        }
         *latch = Some(Latched {
             until: later(now, duration),
             at: SystemTime::now(),
@@ -265,6 +274,21 @@ mod tests {
         Refusal::new(Cause::EngineOverQuota, "r", "CHANT_BEHAVIOUR_TOKEN", None)
             .with_status(status)
             .with_retry_after(Duration::from_secs(wait))
+    }
+
+    #[test]
+    fn a_late_rejection_of_an_older_token_leaves_the_newer_tokens_latch() {
+        let limits = Limits::new(true, Some(Duration::from_secs(60)), DEFAULT_MAX_HOLD);
+        let now = Instant::now();
+        let rejected =
+            Refusal::new(Cause::NoEngine, "r", "CHANT_BEHAVIOUR_TOKEN", None).with_status(401);
+        let _ = limits.observe(now, Seen::Refused(&rejected, 2));
+        let _ = limits.observe(now, Seen::Refused(&rejected, 1));
+        assert!(
+            limits.latched(now, 2).is_some(),
+            "the newer token stays latched"
+        );
+        assert!(limits.latched(now, 3).is_none(), "a newer token clears it");
     }
 
     #[test]

@@ -390,6 +390,7 @@ impl HttpTransport {
                         && refusal.cause() == crate::refusal::Cause::NoEngine;
                     if rejected
                         && !rotated
+                        && deadline.allows(now)
                         && let Some(new) = target.token.replaced(token.generation, now, concealer)
                     {
                         tracing::debug!(
