@@ -89,7 +89,10 @@ pub enum NamingError {
         /// `"prefix"`, `"stem"`, or which list given to
         /// [`Naming::from_variables`] held it.
         part: &'static str,
-        /// The rejected text, bounded to 64 characters.
+        /// The rejected text, bounded to 64 characters; for a list given
+        /// to [`Naming::from_variables`], which entry of it was rejected
+        /// (`entry 2 of 3`), never its text, which may be a value read by
+        /// mistake: an address with its credentials, or a key.
         value: String,
     },
     /// The two chains could share a variable.
@@ -195,14 +198,14 @@ impl Naming {
             if names.is_empty() {
                 return Err(NamingError::EmptyChain { chain });
             }
-            if let Some(bad) = names.iter().find(|name| !is_variable_name(name)) {
+            if let Some(bad) = names.iter().position(|name| !is_variable_name(name)) {
                 return Err(NamingError::NotAName {
                     part: if chain == "address" {
                         "address chain's variable"
                     } else {
                         "token chain's variable"
                     },
-                    value: crate::text::bound(bad, 64).to_owned(),
+                    value: format!("entry {} of {}", bad + 1, names.len()),
                 });
             }
         }

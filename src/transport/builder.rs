@@ -141,7 +141,7 @@ struct SharedHoldConfig {
 
 /// Shows the configuration without a secret: the scope and header names
 /// concealed (a caller may have built either from a secret), the address
-/// redacted, whether a token was given (never what), and no header value.
+/// and proxy redacted and concealed, whether a token was given (never what), and no header value.
 impl fmt::Debug for HttpTransportBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let env = self.env.clone().unwrap_or_else(Env::from_process);
@@ -158,7 +158,12 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("env", &self.env)
             .field(
                 "address",
-                &self.address.as_deref().map(crate::address::redact_address),
+                &self.address.as_deref().map(|address| {
+                    crate::refusal::site::shown_address(
+                        &crate::address::redact_address(address),
+                        &concealer,
+                    )
+                }),
             )
             .field(
                 "token",
@@ -177,7 +182,12 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("ca_certificates", &self.ca_pems.len())
             .field(
                 "proxy",
-                &self.proxy.as_deref().map(crate::address::redact_address),
+                &self.proxy.as_deref().map(|address| {
+                    crate::refusal::site::shown_address(
+                        &crate::address::redact_address(address),
+                        &concealer,
+                    )
+                }),
             )
             .field("allow_plaintext", &self.allow_plaintext)
             .field("retries", &self.retries)

@@ -321,6 +321,18 @@ fn a_vendors_variables_are_checked_like_any_naming() {
         Naming::from_variables(["openai_base_url"], ["OPENAI_API_KEY"]),
         Err(NamingError::NotAName { .. })
     ));
+    // A value read by mistake where a name belongs is never quoted back.
+    let key = "sk-proj-Q7vX2kP9zR4tL8wN";
+    let error = Naming::from_variables(["OPENAI_BASE_URL"], ["OPENAI_ORG", key])
+        .expect_err("a key is no variable name");
+    assert_eq!(
+        error,
+        NamingError::NotAName {
+            part: "token chain's variable",
+            value: "entry 2 of 2".to_owned(),
+        }
+    );
+    assert!(!format!("{error} {error:?}").contains("Q7vX2k"), "{error}");
 }
 
 #[test]

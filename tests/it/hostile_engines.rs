@@ -485,6 +485,15 @@ fn debug_conceals_a_scope_or_header_name_built_from_the_token() {
     let shown = format!("{builder:?}");
     assert!(!shown.contains(TOKEN), "{shown}");
     assert!(shown.contains("[redacted]"), "{shown}");
+    // An address or proxy given in code with the token in its path.
+    let in_path = format!("http://127.0.0.1:9/{TOKEN}/v1");
+    let builder = HttpTransport::builder(SCOPE)
+        .env(env.clone())
+        .address(&in_path)
+        .proxy(&in_path);
+    let shown = format!("{builder:?}");
+    assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(shown.contains("127.0.0.1:9/[redacted]"), "{shown}");
 
     let transport = HttpTransport::builder(format!("scope-{TOKEN}"))
         .env(env)
