@@ -41,12 +41,22 @@ fn carries_credential(name: &HeaderName) -> bool {
 }
 
 /// The headers of an answer as the crate keeps them: every one but those
-/// that carry a credential, each value concealed. A value the concealer
+/// that carry a credential or whose name holds a secret, each value
+/// concealed. A value the concealer
 /// changed keeps its `[redacted]` (still a valid header value), so a
 /// parser that reads it finds no number and no token.
 pub(crate) fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
     let mut concealed = HeaderMap::with_capacity(headers.len());
-    for (name, value) in headers.iter().filter(|(name, _)| !carries_credential(name)) {
+    // A name the concealer would change held a secret: the header goes,
+    // since no name can be `[redacted]` in its place.
+    let kept = |name: &HeaderName| {
+        !carries_credential(name)
+            && matches!(
+                concealer.conceal(name.as_str()),
+                std::borrow::Cow::Borrowed(_)
+            )
+    };
+    for (name, value) in headers.iter().filter(|(name, _)| kept(name)) {
         let text = String::from_utf8_lossy(value.as_bytes());
         let value = match concealer.conceal(&text) {
             std::borrow::Cow::Borrowed(_) => value.clone(),
@@ -86,5 +96,22 @@ mod tests {
         assert!(kept.get("x-auth-token").is_none());
         assert_eq!(kept["x-ratelimit-remaining-tokens"], "10");
         assert_eq!(kept["x-echo"], "[redacted]");
+    }
+
+    #[test]
+    fn a_header_whose_name_holds_a_secret_is_left_out() {
+        // Header names arrive lower-cased: a secret that is so is whole in one.
+        let concealer = Concealer::new(["mw-door-0123456789"]);
+        let mut headers = HeaderMap::new();
+        for name in ["x-mw-door-0123456789", "x-mw-door-0123456789%2b", "x-fine"] {
+            headers.append(
+                HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+                HeaderValue::from_static("1"),
+            );
+        }
+        let kept = at_the_door(&headers, &concealer);
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(kept["x-fine"], "1");
+        assert!(!format!("{kept:?}").contains("0123456789"), "{kept:?}");
     }
 }
