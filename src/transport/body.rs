@@ -10,7 +10,7 @@ use tokio::time::timeout_at;
 use super::deadline::Deadline;
 use super::incoming::Incoming;
 use super::utf8::Utf8Pieces;
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, REDACTED};
 use crate::meter::Meter;
 use crate::refusal::evidence::words::DETAIL_READ_LIMIT;
 use crate::refusal::failure::Failure;
@@ -96,25 +96,19 @@ pub(super) async fn read_answer(
                 });
             }
             arrived += piece.len();
-            // Doubling, as a `String` grows, but never past the cap: from
-            // just over half the cap, doubling would allocate nearly twice
-            // it. A push releases at most the piece and what was held, and
-            // an answer as long as it declared fits what was reserved for
-            // it, with no copy to a larger buffer at its end.
-            let release = concealing.most_released(piece.len());
-            if text.capacity() - text.len() < release {
-                let wanted = text
-                    .capacity()
-                    .saturating_mul(2)
-                    .min(cap_bytes)
-                    .max(text.len().saturating_add(release));
-                text.reserve_exact(wanted - text.len());
-            }
+            // A push releases at most the piece (with up to 3 bytes of a
+            // character split before it, pushed apart: one more marker cut
+            // short) and what was held.
+            let release = concealing
+                .most_released(piece.len().saturating_add(3))
+                .saturating_add(REDACTED.len());
+            reserve(&mut text, release, cap_bytes);
             characters
                 .push(&piece, |part| concealing.push(part, &mut text))
                 .map_err(|_| Failure::AnswerNotUtf8)?;
         }
         characters.finish().map_err(|_| Failure::AnswerNotUtf8)?;
+        reserve(&mut text, concealing.most_released(0), cap_bytes);
         concealing.finish(&mut text);
         Ok(())
     };
@@ -124,5 +118,21 @@ pub(super) async fn read_answer(
         Err(_) => Err((Failure::Deadline { ms: deadline.ms() }, arrived)),
         Ok(Err(failure)) => Err((failure, arrived)),
         Ok(Ok(())) => Ok(text),
+    }
+}
+
+/// Makes room in `text` for `release` bytes more: doubling, as a `String`
+/// grows, but never past the cap (from just over half the cap, doubling
+/// would allocate nearly twice it). Reserving what a push can release, not
+/// the concealer's whole reach, lets an answer as long as it declared fit
+/// what was reserved for it, with no copy to a larger buffer at its end.
+fn reserve(text: &mut String, release: usize, cap: usize) {
+    if text.capacity() - text.len() < release {
+        let wanted = text
+            .capacity()
+            .saturating_mul(2)
+            .min(cap)
+            .max(text.len().saturating_add(release));
+        text.reserve_exact(wanted - text.len());
     }
 }
