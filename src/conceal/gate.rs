@@ -1,5 +1,6 @@
-//! Where a hit can be at all: the stretches of text with no space and no
-//! quote that are at least as long as the shortest pattern.
+//! Where a hit can be at all: the stretches of text with none of one or two
+//! cut bytes (the first separators among space, `"`, `,` and `:`) that are
+//! at least as long as the shortest pattern.
 //!
 //! Every byte of a hit's source is a pattern byte, a byte of an escape
 //! that decodes to one (a trigger, hex digits, a name, `#`, `;`, `{`,
@@ -18,8 +19,8 @@
 //! 128 bytes at a time are compared with the two cut bytes (SSE2, through
 //! `safe_arch`), each chunk's compares are folded into one byte by
 //! saturating packs, and only a chunk with none of them is looked at
-//! further: its run is found with memchr on either side, and kept when it
-//! is long enough.
+//! further: its run's ends are found a word at a time nearby, then with
+//! memchr, and it is kept when it is long enough.
 //!
 //! A stretch is the run and the cut byte that ends it: decoding a stretch
 //! reads exactly the escapes decoding the whole text reads in it, since no
