@@ -344,12 +344,17 @@ impl AnswerStream {
                 // The last line may end without a line end.
                 let rest = self.text[self.taken..].to_owned();
                 self.taken = self.text.len();
+                // An error on that line ends the stream as a refusal, read
+                // while the stream still knows its site; only then is it
+                // finished as an answer.
+                if !rest.trim().is_empty()
+                    && let Some(refusal) = self.error_in(None, &rest)
+                {
+                    return Some(Err(refusal));
+                }
                 self.finish(None);
                 if rest.trim().is_empty() {
                     return None;
-                }
-                if let Some(refusal) = self.error_in(None, &rest) {
-                    return Some(Err(refusal));
                 }
                 return Some(Ok(rest));
             }

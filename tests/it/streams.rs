@@ -250,6 +250,57 @@ async fn ndjson_lines_and_raw_chunks_arrive_as_sent() {
     assert_eq!(chunks, "{\"a\":1}\n{\"a\":2}\n\n{\"a\":3}");
 }
 
+/// An error on an NDJSON stream's last line, with no line end after it, is
+/// the engine's refusal as on any other line: naming the scope and the
+/// engine, and metered as a refusal, not an answer.
+#[tokio::test]
+async fn an_error_on_the_last_unended_ndjson_line_is_the_engines_refusal() {
+    let engine = engine(
+        "application/x-ndjson",
+        vec![
+            chunk("{\"delta\":\"the\"}\n"),
+            chunk("{\"error\":{\"type\":\"tokens\",\"code\":\"rate_limit_exceeded\"}}"),
+            Step::End,
+        ],
+    )
+    .await;
+    let transport = transport(&engine);
+    let mut stream = opened(&transport).await;
+    assert_eq!(
+        stream
+            .next_line()
+            .await
+            .expect("a line")
+            .expect("not refused"),
+        "{\"delta\":\"the\"}"
+    );
+    let refusal = stream
+        .next_line()
+        .await
+        .expect("the last line")
+        .expect_err("the engine's error");
+    assert_eq!(
+        refusal.cause(),
+        Cause::EngineOverQuota,
+        "{}",
+        refusal.reason()
+    );
+    assert!(
+        refusal.reason().contains("rate_limit_exceeded"),
+        "{}",
+        refusal.reason()
+    );
+    assert_refusal_shape(&refusal);
+    assert!(
+        stream.next_line().await.is_none(),
+        "nothing after a refusal"
+    );
+    drop(stream);
+    let meter = transport.meter();
+    assert_eq!(meter.refusals(Cause::EngineOverQuota), 1);
+    assert_eq!(meter.answers(), 0);
+}
+
 #[tokio::test]
 async fn a_character_split_across_pieces_is_one_character() {
     let text = "données — 日本 😀";
