@@ -43,16 +43,13 @@ use tokio::time::{Instant, Sleep};
 use crate::conceal::Concealer;
 use crate::conceal::stream::ConcealStream;
 use crate::refusal::Refusal;
-use crate::refusal::evidence::words::{engine_value, engine_words, stream_error};
+use crate::refusal::evidence::words::{CODE_LIMIT, engine_value, engine_words, stream_error};
 use crate::refusal::failure::{Answered, Failure, refusal_after_head};
 use crate::refusal::stream::{StreamError, Timer, in_stream_error, timed_out};
 use crate::transport::reply::{Opened, Pieces};
 use crate::transport::utf8::Utf8Pieces;
 use sse::{Gathered, Lines};
 pub(crate) use upstream::{Ending, Timers, Upstream};
-
-/// How much of an error's `type` or `code` a reason quotes.
-const CODE_LIMIT: usize = 100;
 
 /// An answer read as it arrives, from [`HttpTransport::stream`](crate::HttpTransport::stream),
 /// [`Call::stream`](crate::Call::stream) or [`Transport::stream`](crate::Transport::stream).
@@ -344,9 +341,7 @@ impl AnswerStream {
                 // The last line may end without a line end.
                 let rest = self.text[self.taken..].to_owned();
                 self.taken = self.text.len();
-                // An error on that line ends the stream as a refusal, read
-                // while the stream still knows its site; only then is it
-                // finished as an answer.
+                // An error there is a refusal, read while the site is known.
                 if !rest.trim().is_empty()
                     && let Some(refusal) = self.error_in(None, &rest)
                 {

@@ -36,10 +36,15 @@ pub(crate) fn engine_words(text: &str, concealer: &Concealer) -> Option<String> 
 
 /// Scrubs and bounds one short piece of engine text that is not a body: a
 /// header value echoed in a reason.
+///
+/// Scrubbed before anything reshapes it (a line break JSON decoded is one
+/// of a token's forms, which a space in its place would hide), and again
+/// once control characters are tamed into spaces, for any shape that made.
 pub(crate) fn engine_value(value: &[u8], concealer: &Concealer, limit: usize) -> String {
     let text = String::from_utf8_lossy(value);
-    let text = tame(&text);
     let scrubbed = concealer.scrub(&text);
+    let tamed = tame(&scrubbed);
+    let scrubbed = concealer.scrub(&tamed);
     bound_whole(scrubbed.trim(), limit).trim_end().to_owned()
 }
 
@@ -297,11 +302,27 @@ pub(crate) fn credit_code(body_text: &str, concealer: &Concealer) -> Option<Stri
         })
 }
 
-/// How many characters of an error code a reason quotes.
-const CODE_LIMIT: usize = 100;
+/// How many characters of an error's `type` or `code` a reason quotes.
+pub(crate) const CODE_LIMIT: usize = 100;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_value_is_concealed_before_its_line_breaks_are_tamed() {
+        // A token hard-wrapped by one line break (as a JSON string decodes
+        // it) is one of its forms; a space in the break's place is none.
+        let token = "mw-words-Q7vX2kP9zR4tL8wN";
+        let concealer = Concealer::new([token]);
+        let (first, second) = token.split_at(12);
+        let value = engine_value(
+            format!("key {first}\n{second} refused").as_bytes(),
+            &concealer,
+            200,
+        );
+        assert!(!value.contains(first) && !value.contains(second), "{value}");
+        assert!(value.contains("[redacted]"), "{value}");
+    }
+
     use super::*;
 
     #[test]
