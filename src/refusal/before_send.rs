@@ -23,7 +23,7 @@ pub(crate) fn no_address(naming: &Naming, scope: &str, concealer: &Concealer) ->
             Cause::NoEngine,
             format!(
                 "{}: no engine address is set; none was given in code and every variable of the address chain is unset or blank: {}",
-                scope_phrase(scope),
+                scope_phrase(scope, concealer),
                 chain.variables().join(", ")
             ),
             format!(
@@ -68,7 +68,7 @@ pub(crate) fn bad_address(scope: &str, error: &AddressError, concealer: &Conceal
             Cause::EngineUnreachable,
             format!(
                 "{}: the address{shown} ({}) {what}; nothing was sent",
-                scope_phrase(scope),
+                scope_phrase(scope, concealer),
                 origin.provenance()
             ),
             origin.set_phrase(&fix),
@@ -87,7 +87,7 @@ pub(crate) fn plaintext(scope: &str, address: &Address, concealer: &Concealer) -
             Cause::EngineUnreachable,
             format!(
                 "{}: the address {shown} ({}) is plain http to {}, which is not a loopback host; a bearer token is sent only over TLS (RFC 6750 §5.3), so nothing was sent",
-                scope_phrase(scope),
+                scope_phrase(scope, concealer),
                 origin.provenance(),
                 shown_host(&address.host(), concealer)
             ),
@@ -114,7 +114,7 @@ pub(crate) fn no_token(
             Cause::NoEngine,
             format!(
                 "{}: engine at {shown} ({}) has no bearer token; none was given in code and every variable of the token chain is unset or blank: {}; nothing was sent",
-                scope_phrase(scope),
+                scope_phrase(scope, concealer),
                 address.origin().provenance(),
                 chain.variables().join(", ")
             ),
@@ -145,7 +145,7 @@ pub(crate) fn unusable_token(
             Cause::NoEngine,
             format!(
                 "{}: engine at {shown} ({}): {} {}, so it cannot be sent as a header value; nothing was sent",
-                scope_phrase(scope),
+                scope_phrase(scope, concealer),
                 address.origin().provenance(),
                 origin.holding("the token"),
                 error.problem()
@@ -184,7 +184,7 @@ pub(crate) fn both_token_and_file(
             Cause::NoEngine,
             format!(
                 "{}: engine at {shown} ({}): both {variable} and {twin} are set, so which one holds the token is unknown; nothing was sent",
-                scope_phrase(scope),
+                scope_phrase(scope, concealer),
                 address.origin().provenance(),
             ),
             format!(

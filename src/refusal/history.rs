@@ -35,7 +35,7 @@ pub(crate) fn after_attempts(
     if said.is_empty() {
         return refusal;
     }
-    let scope = scope_phrase(site.scope());
+    let scope = scope_phrase(site.scope(), site.concealer());
     refusal.insert_after(
         &format!("{scope}: "),
         &format!("{}: ", said.join(", ")),

@@ -7,7 +7,7 @@ use crate::address::Address;
 use crate::conceal::Concealer;
 use crate::origin::Origin;
 use crate::refusal::Refusal;
-use crate::text::{bound, bound_whole};
+use crate::text::bound_whole;
 
 /// Every reason stays under this many characters, whatever the engine sends.
 pub(crate) const REASON_LIMIT: usize = 999;
@@ -74,7 +74,7 @@ impl Site {
     pub(crate) fn subject(&self) -> String {
         format!(
             "{}: engine at {} ({})",
-            scope_phrase(&self.scope),
+            scope_phrase(&self.scope, &self.concealer),
             self.shown_address(),
             self.address.origin().provenance()
         )
@@ -125,9 +125,13 @@ pub(crate) fn shown_host(host: &str, concealer: &Concealer) -> String {
     bound_whole(&concealer.conceal(host), ADDRESS_LIMIT).to_owned()
 }
 
-/// `scope "acme"`.
-pub(crate) fn scope_phrase(scope: &str) -> String {
-    format!("scope {:?}", bound(scope, SCOPE_LIMIT))
+/// `scope "acme"`: concealed, then bounded (a caller may build a scope from
+/// a secret, and a cut inside it would leave a part no concealer knows).
+pub(crate) fn scope_phrase(scope: &str, concealer: &Concealer) -> String {
+    format!(
+        "scope {:?}",
+        bound_whole(&concealer.conceal(scope), SCOPE_LIMIT)
+    )
 }
 
 /// The site the unit tests of the refusals write from: scope `acme`, the
@@ -146,4 +150,20 @@ pub(crate) fn test_site(concealer: Concealer) -> Site {
         Origin::variable_named("CHANT_BEHAVIOUR_TOKEN"),
         concealer,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_built_from_a_secret_is_concealed_before_it_is_cut() {
+        let token = "mw-site-Q7vX2kP9zR4tL8wN";
+        let concealer = Concealer::new([token]);
+        // The cut at 64 characters would fall inside the token.
+        let scope = format!("{}{token}", "s".repeat(50));
+        let phrase = scope_phrase(&scope, &concealer);
+        assert!(!phrase.contains(&token[..8]), "{phrase}");
+        assert!(phrase.contains("[redacted]"), "{phrase}");
+    }
 }
