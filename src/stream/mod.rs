@@ -43,7 +43,7 @@ use tokio::time::{Instant, Sleep};
 use crate::conceal::Concealer;
 use crate::conceal::stream::ConcealStream;
 use crate::refusal::Refusal;
-use crate::refusal::evidence::words::{CODE_LIMIT, engine_value, engine_words, stream_error};
+use crate::refusal::evidence::words::{engine_code, engine_words, stream_error};
 use crate::refusal::failure::{Answered, Failure, refusal_after_head};
 use crate::refusal::stream::{StreamError, Timer, in_stream_error, timed_out};
 use crate::transport::reply::{Opened, Pieces};
@@ -453,7 +453,7 @@ impl AnswerStream {
         };
         let bounded = |value: Option<String>| {
             value
-                .map(|value| engine_value(value.as_bytes(), concealer, CODE_LIMIT))
+                .map(|value| engine_code(&value, concealer))
                 .filter(|value| !value.is_empty())
         };
         let (kind, code) = codes.unwrap_or_default();

@@ -388,6 +388,12 @@ async fn an_error_inside_a_200_names_its_cause() {
             Cause::NoEngine,
             "invalid_api_key",
         ),
+        // A problem type given as a URI names its cause by its last segment.
+        (
+            "data: {\"error\":{\"type\":\"https://errors.example/problems/insufficient_quota\",\"message\":\"Out of credit\"}}\n\n",
+            Cause::EngineOutOfCredit,
+            "insufficient_quota",
+        ),
     ] {
         let engine = engine(
             "text/event-stream",

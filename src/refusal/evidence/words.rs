@@ -289,21 +289,24 @@ pub(crate) fn credit_code(body_text: &str, concealer: &Concealer) -> Option<Stri
             let folded = code.to_ascii_lowercase().replace('-', "_");
             CREDIT_CODES.iter().any(|name| folded.contains(name))
         })
-        // A problem type is a URI; its last segment is the code, and the
-        // rest would be scrubbed to a host anyway.
-        .map(|code| {
-            let last = code
-                .trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .unwrap_or(&code)
-                .to_owned();
-            engine_value(last.as_bytes(), concealer, CODE_LIMIT)
-        })
+        .map(|code| engine_code(&code, concealer))
+}
+
+/// An error's `type` or `code` as a reason quotes it and a cause is read
+/// from it: a problem type is a URI, whose last segment is the code (the
+/// rest would be scrubbed to a host, and the code lost), scrubbed and
+/// bounded.
+pub(crate) fn engine_code(code: &str, concealer: &Concealer) -> String {
+    let last = code
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(code);
+    engine_value(last.as_bytes(), concealer, CODE_LIMIT)
 }
 
 /// How many characters of an error's `type` or `code` a reason quotes.
-pub(crate) const CODE_LIMIT: usize = 100;
+const CODE_LIMIT: usize = 100;
 
 #[cfg(test)]
 mod tests {
