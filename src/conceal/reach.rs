@@ -41,6 +41,10 @@ pub(super) fn radius(search: &Search) -> usize {
 /// longest escape two layers deep. With no trigger that far back, none is.
 pub(super) const CLOSING_REACH: usize = PER_VIEW_BYTE;
 
+/// How far an escape reaches from its trigger, two layers deep: a byte
+/// with no trigger this far before it is raw in every view.
+pub(super) const ESCAPE_REACH: usize = PER_VIEW_BYTE;
+
 impl Concealer {
     /// How far the concealer reads: whether a byte of a text is concealed
     /// depends only on the bytes within this many of it, and a

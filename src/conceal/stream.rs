@@ -17,7 +17,18 @@
 //! - a line break after a separator, or after a `;`, `{`, `}` or `#` in no
 //!   pattern when no escape can end at it (`{"a":1}\n`);
 //! - a blank line (`\n\n`, `\r\n\r\n`, `\r\r`): an SSE event's end, which
-//!   no form spans, since each line of a secret is a secret of its own.
+//!   no form spans, since each line of a secret is a secret of its own;
+//! - a *gap*: a cut with two bytes on each side, no two neighbours among
+//!   the four standing side by side in any pattern (the secrets, their
+//!   hex, their base64 cores), none of them a trigger, a line break or
+//!   `=`, and no trigger within the longest escape before them. No form
+//!   can hold either byte beside the cut, in any view, so each hit lies
+//!   on one side of it, and a base64 core's neighbours reach the cut at
+//!   most. This is the prefix test: text after the last gap is what could
+//!   still begin, or be inside, a form of a held secret (a word that runs
+//!   on, a wrapped line, a base64 run); text before it is released, though
+//!   it holds no separator (`maintenance\nzzz…`, where `zz` is in no
+//!   pattern).
 //!
 //! So a piece is concealed up to its last barrier and released at once
 //! (a complete event, a JSON line), and what follows the barrier is held
@@ -36,8 +47,8 @@
 use super::Concealer;
 use super::REDACTED;
 use super::patterns::{Matcher, Search};
-use super::reach::CLOSING_REACH;
-use memchr::memchr3;
+use super::reach::{CLOSING_REACH, ESCAPE_REACH};
+use memchr::{memchr3, memrchr3};
 
 impl Concealer {
     /// A stream that conceals a text arriving in pieces exactly as
@@ -213,12 +224,55 @@ impl ConcealStream {
     }
 
     /// The end of the last barrier in the bytes not yet looked at, if any.
+    /// A gap ([`ConcealStream::ends_gap`]) is known only once the two bytes
+    /// after it have come, so the last two bytes looked at are looked at
+    /// again.
     fn last_barrier(&self, search: &Search) -> Option<usize> {
-        let first = self.looked.max(self.held_from);
+        let first = self.looked.saturating_sub(GAP_AHEAD).max(self.held_from);
+        let mut triggers = Triggers::new(self.buf.as_bytes(), first);
         (first..self.buf.len())
             .rev()
-            .find(|&k| self.ends_barrier(search, k))
+            .find(|&k| self.ends_barrier(search, k) || self.ends_gap(search, k, &mut triggers))
             .map(|k| k + 1)
+    }
+
+    /// Whether a *gap* ends with the byte at `k`: the two bytes before the
+    /// cut after it and the two after it are ones no form can hold side by
+    /// side, so no form can hold either of the two beside the cut (see the
+    /// module docs). The bytes are raw in every view: none is a trigger,
+    /// none is in an escape (no trigger within the longest escape two
+    /// layers deep before them), none is a line break a joined view could
+    /// drop or padding a base64 core takes. A hit then lies wholly on one
+    /// side of the cut, and what a base64 core takes beside it reaches the
+    /// cut at most, from either side: the text before it is concealed
+    /// alone exactly as whole, and so is the text after it.
+    fn ends_gap(&self, search: &Search, k: usize, triggers: &mut Triggers) -> bool {
+        let cut = k + 1;
+        let (Some(a), Some(b), Some(c), Some(d)) = (
+            self.back(k, 1),
+            self.byte(k),
+            self.byte(cut),
+            self.byte(cut + 1),
+        ) else {
+            return false;
+        };
+        let plain = |x: u8| !matches!(x, b'\\' | b'%' | b'&' | b'\n' | b'\r' | b'=');
+        if !(plain(a) && plain(b) && plain(c) && plain(d))
+            || search.adjacent(a, b)
+            || search.adjacent(b, c)
+            || search.adjacent(c, d)
+            || !self.buf.is_char_boundary(cut)
+        {
+            return false;
+        }
+        // No escape reaches the four bytes from before them: with none
+        // within the longest escape two layers deep, or none since a
+        // barrier the text before `buf` cannot read past.
+        let from = cut.checked_sub(ESCAPE_REACH);
+        match triggers.last_before(cut + GAP_AHEAD) {
+            Some(t) => from.is_some_and(|from| t < from),
+            None => from.is_some() || self.clean_start,
+        }
     }
 
     /// Whether a barrier ends with the byte at `k` (see the module docs).
@@ -317,6 +371,45 @@ fn release(
     if at < to {
         out.push_str(text.get(at..to).unwrap_or_default());
         *in_marker = false;
+    }
+}
+
+/// How many bytes after a gap's cut decide whether it is one.
+const GAP_AHEAD: usize = 2;
+
+/// The last escape trigger before a place, for places looked at from the
+/// end of a text back: each found once, by one backward search from where
+/// the last was, so the bytes are read once however many places ask.
+struct Triggers<'b> {
+    bytes: &'b [u8],
+    /// No place before this is asked about.
+    floor: usize,
+    /// The last trigger found, and the place it was searched before.
+    found: Option<(Option<usize>, usize)>,
+}
+
+impl<'b> Triggers<'b> {
+    fn new(bytes: &'b [u8], first: usize) -> Triggers<'b> {
+        Triggers {
+            bytes,
+            floor: first.saturating_sub(ESCAPE_REACH),
+            found: None,
+        }
+    }
+
+    /// The last trigger before `end`, if one lies at or after the floor.
+    fn last_before(&mut self, end: usize) -> Option<usize> {
+        if let Some((found, before)) = self.found
+            && end <= before
+            && found.is_none_or(|t| t < end)
+        {
+            return found;
+        }
+        let end = end.min(self.bytes.len());
+        let hay = self.bytes.get(self.floor..end).unwrap_or_default();
+        let found = memrchr3(b'\\', b'%', b'&', hay).map(|k| self.floor + k);
+        self.found = Some((found, end));
+        found
     }
 }
 
@@ -550,7 +643,11 @@ mod tests {
         assert_eq!(out, "data: ");
         assert_eq!(stream.held(), head.len() + 1);
         stream.push(&format!("{tail} rest"), &mut out);
-        assert_eq!(out, format!("data: {REDACTED} "));
+        // `re` goes at once: no two of `r`, `e`, `s`, `t` stand side by
+        // side in any pattern, so no form can hold the `e` or the `s`;
+        // only the two bytes that decide that gap are held.
+        assert_eq!(out, format!("data: {REDACTED} re"));
+        assert_eq!(stream.held(), 2);
         stream.push("\n\n", &mut out);
         assert_eq!(out, format!("data: {REDACTED} rest\n\n"));
         assert_eq!(stream.held(), 0);
@@ -562,6 +659,51 @@ mod tests {
         stream.push("and more, ", &mut out);
         assert_eq!(out, "data: mw_live\nand more, ");
         assert_eq!(stream.held(), 0);
+    }
+
+    /// A run with no separator is released up to its last gap, and what a
+    /// gap cuts is concealed on each side as whole: base64 cores touching
+    /// it from either side, padding and line breaks beside it, escapes
+    /// near it, cut at every place.
+    #[test]
+    fn a_run_with_no_separator_is_released_up_to_its_last_gap() {
+        let concealer = Concealer::new([TOKEN]);
+        let mut stream = concealer.stream();
+        let mut out = String::new();
+        stream.push(
+            &format!("<html>down for maintenance\n{}", "z".repeat(70_000)),
+            &mut out,
+        );
+        assert!(
+            out.starts_with("<html>down for maintenance\nzzz"),
+            "{out:.40}"
+        );
+        assert_eq!(stream.held(), GAP_AHEAD);
+        let cores = [
+            STANDARD.encode(format!("x{TOKEN}")),
+            URL_SAFE_NO_PAD.encode(format!("xy{TOKEN}!")),
+            STANDARD.encode(TOKEN),
+        ];
+        for core in &cores {
+            for text in [
+                format!("zz{core}zzzz{core}qq{core}"),
+                format!("qqqq{core}{core}zzzz=zz{core}\nzz"),
+                format!("qq%2Bqq{}{core}zzzz", "q".repeat(300)),
+                format!("qq{TOKEN}zzzz{}zz{TOKEN}", &core[3..]),
+            ] {
+                let whole = concealer.conceal(&text);
+                assert!(whole.contains(REDACTED), "{text}");
+                for cut in 0..=text.len() {
+                    assert_eq!(
+                        streamed(&concealer, &text, &[cut]),
+                        whole,
+                        "{text} at {cut}"
+                    );
+                }
+                let cuts: Vec<usize> = (0..text.len()).collect();
+                assert_eq!(streamed(&concealer, &text, &cuts), whole, "{text} bytewise");
+            }
+        }
     }
 
     /// A stretch with no barrier (one base64 run, the token repeated back to
