@@ -15,6 +15,7 @@ mod chains;
 mod conceal_at_the_door;
 mod concealer_across_lines;
 mod concealer_catches_every_form;
+mod concealer_every_form_everywhere;
 mod concealer_properties;
 mod every_option_through_the_trait;
 mod every_row_of_the_wire_table;

@@ -346,3 +346,88 @@ pub fn assert_refusal_echo_redacted(context: &str, refusal: &Refusal) {
     assert_echo_redacted(&format!("{context}: Debug"), &format!("{refusal:?}"));
     assert_echo_redacted(&format!("{context}: report"), &refusal.report().to_json());
 }
+
+/// The base64 cores of `token`, computed here and not by the crate: at
+/// each alignment (0, 1 or 2 bytes of a 3-byte group before it), in both
+/// alphabets, the characters of its encoding that no byte around it
+/// changes, from the first that carries only its bits to the last.
+pub fn cores(token: &str) -> Vec<String> {
+    let mut cores = Vec::new();
+    for align in 0..3 {
+        let mut data = vec![0u8; align];
+        data.extend_from_slice(token.as_bytes());
+        // The first character after the bytes before the token that holds
+        // none of their bits, and the last that holds none of what follows.
+        let head = [0, 2, 3][align];
+        let tail = 4 * (data.len() / 3) + [0, 1, 2][data.len() % 3];
+        for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
+            let core = engine.encode(&data)[head..tail].to_owned();
+            if !cores.contains(&core) {
+                cores.push(core);
+            }
+        }
+    }
+    cores
+}
+
+/// Every form an echo of `token` can take, named: [`forms`] (raw, each
+/// JSON escaping, percent in both cases, each HTML reference, base64 and
+/// base64url of the token behind prefixes that set each alignment, and of
+/// `Bearer <token>`), each base64 core alone, base64 wrapped at MIME's and
+/// PEM's widths and a narrow one by every line break, and the token
+/// hard-wrapped by every line break, raw or escaped.
+pub fn every_form(token: &str) -> Vec<(String, String)> {
+    let mut all = forms(token);
+    for (at, core) in cores(token).into_iter().enumerate() {
+        all.push((format!("base64 core {at} alone"), core));
+    }
+    let encoded = STANDARD.encode(format!("user:{token}"));
+    for width in [76, 64, 10] {
+        for line_break in BREAKS {
+            all.push((
+                format!("base64 wrapped at {width} by {line_break:?}"),
+                wrap(&encoded, width, line_break),
+            ));
+        }
+    }
+    let (head, tail) = token.split_at(token.len() / 2);
+    for line_break in BREAKS.iter().chain(&ESCAPED_BREAKS) {
+        all.push((
+            format!("token hard-wrapped by {line_break:?}"),
+            format!("{head}{line_break}{tail}"),
+        ));
+    }
+    all
+}
+
+/// Where an echo stands in what the engine wrote, named: alone, at the
+/// start, at the end, inside a JSON string, and between base64 characters.
+pub fn placed(form: &str) -> [(&'static str, String); 5] {
+    [
+        ("alone", form.to_owned()),
+        ("at the start", format!("{form} was sent")),
+        ("at the end", format!("the engine saw {form}")),
+        ("inside a JSON string", format!("{{\"echo\": \"{form}\"}}")),
+        ("between base64 characters", format!("QUJD{form}RUZH")),
+    ]
+}
+
+/// Fails naming the form when `text` holds any of `forms` (as
+/// [`every_form`] gives them) or the token's base64 prefix
+/// [`assert_no_form`] looks for.
+#[track_caller]
+pub fn assert_none_of(forms: &[(String, String)], token: &str, what: &str, text: &str) {
+    for (name, form) in forms {
+        assert!(
+            !text.contains(form.as_str()),
+            "{what} holds the token as {name}:\n{text}"
+        );
+    }
+    for core in [STANDARD_NO_PAD.encode(token), URL_SAFE_NO_PAD.encode(token)] {
+        let core = &core[..core.len() - 2];
+        assert!(
+            !text.contains(core),
+            "{what} holds the token's base64 core:\n{text}"
+        );
+    }
+}
