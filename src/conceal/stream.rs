@@ -582,6 +582,24 @@ mod tests {
             prop_assert_eq!(streamed(&concealer, &text, &cuts), whole);
         }
 
+        /// Runs with no separator, where only gaps settle the text: base64
+        /// characters, padding, line breaks, triggers and forms of the
+        /// secret, cut anywhere.
+        #[test]
+        fn a_run_with_no_separator_streams_as_it_conceals_whole(
+            secret in "[A-Za-z0-9+/=_-]{4,20}",
+            prefix in "[a-z]{0,2}",
+            text in r"([A-Za-z0-9+/_-]|=|\n|\r\n|%2B|\\u00|&#|@|#){0,160}",
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..24),
+        ) {
+            let concealer = Concealer::new([secret.as_str()]);
+            let text = text
+                .replace('@', &STANDARD.encode(format!("{prefix}{secret}")))
+                .replace('#', &secret);
+            let cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(text.len() + 1)).collect();
+            prop_assert_eq!(streamed(&concealer, &text, &cuts), concealer.conceal(&text));
+        }
+
         #[test]
         fn any_text_streams_as_it_conceals_whole(
             secret in "[!-~]{4,12}",
