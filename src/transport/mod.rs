@@ -154,12 +154,21 @@ pub trait Transport: Send + Sync {
         &self,
         request: Request,
     ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+        let expect_done = request.get_expect_done();
         let executed = self.execute(request);
         Box::pin(async move {
             let answer = executed.await?;
             let request_id = answer.request_id().map(str::to_owned);
-            let status = answer.status();
-            Ok(AnswerStream::from_chunks(status, [answer.into_text()]).with_request_id(request_id))
+            let content_type = answer.header("content-type").map(str::to_owned);
+            let mut stream = AnswerStream::from_chunks(answer.status(), [answer.into_text()])
+                .expecting_done(expect_done);
+            if let Some(id) = request_id {
+                stream = stream.with_request_id(id);
+            }
+            if let Some(content_type) = content_type {
+                stream = stream.with_content_type(content_type);
+            }
+            Ok(stream)
         })
     }
 

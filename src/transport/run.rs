@@ -27,7 +27,7 @@ use crate::refusal::failure::{Failure, classify, refusal_for_failure};
 use crate::refusal::site::Site;
 use crate::refusal::{before_send, held, history};
 use crate::retry::{self, Retry};
-use crate::stream::{AnswerStream, Ending, Timers};
+use crate::stream::{AnswerStream, Sent, Timers, error_in_answer};
 use crate::token::file::TokenFile;
 
 /// What one send carries besides its body: the call's own headers, its
@@ -39,6 +39,8 @@ pub(crate) struct Options {
     pub(crate) key: Option<IdempotencyKey>,
     /// A stream's own timers, in place of the transport's.
     pub(crate) timers: StreamTimers,
+    /// A stream that ends without `[DONE]` is refused.
+    pub(crate) expect_done: bool,
 }
 
 /// The idle timer and the stream deadline a call sets, if any.
@@ -114,8 +116,14 @@ impl HttpTransport {
             Ok(Got {
                 got: received,
                 attempts,
+                history,
+                key,
                 ..
             }) => {
+                if let Some(refusal) = self.streamed_error(&received, attempts, history, key) {
+                    self.refused(&span, &refusal, Reach::Wire, elapsed);
+                    return Err(refusal);
+                }
                 let answer = Answer::received(
                     received.status,
                     received.text,
@@ -153,6 +161,7 @@ impl HttpTransport {
         let started = Instant::now();
         let span = self.span();
         let timers = options.timers;
+        let expect_done = options.expect_done;
         let (outcome, reach) = self
             .attempts(post, &Head, body, options, started, &span)
             .instrument(span.clone())
@@ -171,20 +180,59 @@ impl HttpTransport {
                     end: later(started, timers.stream.unwrap_or(self.inner.stream_deadline)),
                     end_ms: millis(timers.stream.unwrap_or(self.inner.stream_deadline)),
                 };
-                let ending = Ending {
+                let sent = Sent {
                     transport: Box::new(self.clone()),
                     site,
                     span,
                     started,
                     attempts: got.attempts,
+                    history: got.history,
+                    key: got.key,
                 };
-                Ok(AnswerStream::opened(got.got, timers, ending))
+                Ok(AnswerStream::opened(got.got, timers, sent).expecting_done(expect_done))
             }
             Err(refusal) => {
                 self.refused(&span, &refusal, reach, started.elapsed());
                 Err(refusal)
             }
         }
+    }
+
+    /// The refusal of a whole answer that is a stream (a body sent with
+    /// `"stream": true`) holding an error event: the engine failed inside
+    /// its `200`, as a stream would have said. It carries the attempts,
+    /// what each came to, the key and the engine's id for the request.
+    fn streamed_error(
+        &self,
+        received: &Received,
+        attempts: u32,
+        mut history: Vec<String>,
+        key: Option<String>,
+    ) -> Option<Refusal> {
+        let target = self.inner.target.as_ref().ok()?;
+        let content_type = received
+            .headers
+            .iter()
+            .find(|(name, _)| name == "content-type")
+            .map(|(_, value)| value.as_str());
+        let refusal = error_in_answer(
+            &received.text,
+            content_type,
+            &target.site,
+            &self.inner.concealer,
+            received.status,
+        )?;
+        let refusal = match &received.request_id {
+            Some(id) => refusal.with_request_id(id.clone()),
+            None => refusal,
+        };
+        history.push("an error in the stream".to_owned());
+        Some(history::after_attempts(
+            &target.site,
+            refusal.with_attempts(attempts),
+            &history,
+            key.as_deref(),
+        ))
     }
 
     /// The meter and the span of a send that ended in an answer (a stream
@@ -367,6 +415,8 @@ impl HttpTransport {
                         got,
                         attempts: attempt,
                         deadline,
+                        history,
+                        key: key_text.map(str::to_owned),
                     };
                     return (Ok(got), Reach::Wire);
                 }
@@ -473,11 +523,14 @@ impl HttpTransport {
 }
 
 /// What a send got: what its last attempt read, how many attempts it
-/// made, and its deadline.
+/// made, its deadline, what each attempt before the last came to, and the
+/// idempotency key they carried.
 pub(crate) struct Got<T> {
     got: T,
     attempts: u32,
     deadline: Deadline,
+    history: Vec<String>,
+    key: Option<String>,
 }
 
 /// How far an attempt reads a reply whose head said `2xx`: the whole

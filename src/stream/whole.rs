@@ -1,0 +1,83 @@
+//! A streamed answer read whole: a body sent with `"stream": true` through
+//! a whole-answer send still arrives as server-sent events or NDJSON
+//! lines, and an error the engine sent inside it is a refusal, as it is
+//! from a stream, not an answer whose text happens to hold the error.
+
+use super::ending::error_refusal;
+use super::sse::{Gathered, Lines};
+use crate::conceal::Concealer;
+use crate::refusal::Refusal;
+use crate::refusal::failure::Answered;
+use crate::refusal::site::Site;
+
+/// The refusal an error inside a whole answer makes, when its
+/// `content-type` says it is a stream (`text/event-stream`, NDJSON) and
+/// one of its events or lines is an error. `text` is the answer's text,
+/// already concealed.
+pub(crate) fn error_in_answer(
+    text: &str,
+    content_type: Option<&str>,
+    site: &Site,
+    concealer: &Concealer,
+    status: u16,
+) -> Option<Refusal> {
+    let media = content_type?
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let answered = |events: Option<u64>| Answered {
+        status,
+        bytes: u64::try_from(text.len()).unwrap_or(u64::MAX),
+        events,
+    };
+    let mut lines = Lines::default();
+    let mut at = 0;
+    match media.as_str() {
+        "text/event-stream" => {
+            let mut event = Gathered::default();
+            let mut events = 0u64;
+            while let Some((line, _)) = lines.next(text, &mut at) {
+                if !line.is_empty() {
+                    event.field(line);
+                    continue;
+                }
+                let Some(gathered) = event.dispatch() else {
+                    continue;
+                };
+                let data = concealer.conceal(&gathered.data);
+                if data.trim() == "[DONE]" {
+                    return None;
+                }
+                let refusal = error_refusal(
+                    Some(site),
+                    concealer,
+                    answered(Some(events)),
+                    gathered.event.as_deref(),
+                    &data,
+                );
+                if refusal.is_some() {
+                    return refusal;
+                }
+                events = events.saturating_add(1);
+            }
+            None
+        }
+        "application/x-ndjson" | "application/jsonl" => {
+            let read = |line: &str| {
+                (!line.trim().is_empty())
+                    .then(|| error_refusal(Some(site), concealer, answered(None), None, line))
+                    .flatten()
+            };
+            while let Some((line, _)) = lines.next(text, &mut at) {
+                if let Some(refusal) = read(line) {
+                    return Some(refusal);
+                }
+            }
+            // The last line may end without a line break.
+            read(&text[at..])
+        }
+        _ => None,
+    }
+}
