@@ -42,7 +42,6 @@ pub enum Ending {
     /// The body ended cleanly inside an event: that event's bytes (`bytes`
     /// of released text) were not yielded, as the event-stream standard
     /// says, and are counted here.
-    #[non_exhaustive]
     Unfinished {
         /// The bytes of the unfinished event.
         bytes: u64,
