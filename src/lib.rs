@@ -176,6 +176,7 @@ fn _assert_impls() {
         public::<blocking::HttpTransport>();
         public::<blocking::HttpTransportBuilder>();
         public::<blocking::Call>();
+        public::<blocking::AnswerStream>();
     }
     fn object_safe(_: &dyn Transport) {}
 }
