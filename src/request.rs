@@ -140,7 +140,7 @@ impl Request {
     /// For an answer read as a stream: the engine must end it with an SSE
     /// `data: [DONE]` (or an NDJSON line `[DONE]`). A stream whose body
     /// ends without it, cleanly or inside an event, is then refused as
-    /// `engine-unreachable` ("ended without [DONE] after N events") and
+    /// `engine-unreachable` (`"ended without [DONE] after N events"`) and
     /// metered as a refusal; it is never sent again (the engine has
     /// billed). A generation the engine cut short would otherwise read as a
     /// finished one. The chunk reader parses nothing and ignores it.

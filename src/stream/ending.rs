@@ -200,3 +200,48 @@ fn scripted_refusal() -> Refusal {
         None,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::refusal::site::test_site;
+
+    #[test]
+    fn a_clean_end_inside_an_event_is_unfinished_and_at_a_boundary_the_body() {
+        assert_eq!(Ending::at_end(0), Ending::Body);
+        assert_eq!(Ending::at_end(9), Ending::Unfinished { bytes: 9 });
+    }
+
+    #[test]
+    fn a_stream_without_done_says_after_how_many_events_and_what_was_cut() {
+        let site = test_site(Concealer::new([]));
+        let answered = |events| Answered {
+            status: 200,
+            bytes: 40,
+            events,
+        };
+        let refusal = without_done(Some(&site), answered(Some(3)), Some(12));
+        assert_eq!(refusal.cause(), crate::refusal::Cause::EngineUnreachable);
+        assert_eq!(refusal.status(), Some(200));
+        assert!(
+            refusal.reason().contains(
+                "ended without [DONE] after 3 events, inside an event (12 bytes of it not read)"
+            ),
+            "{}",
+            refusal.reason()
+        );
+        assert!(
+            refusal.remedy().starts_with("try again later"),
+            "{}",
+            refusal.remedy()
+        );
+        let lines = without_done(None, answered(None), None);
+        assert!(
+            lines
+                .reason()
+                .contains("ended without [DONE] after 40 bytes, so"),
+            "{}",
+            lines.reason()
+        );
+    }
+}

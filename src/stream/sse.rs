@@ -153,4 +153,28 @@ mod tests {
         event.field("data");
         assert_eq!(event.dispatch().map(|e| e.data), Some(String::new()));
     }
+
+    #[test]
+    fn an_empty_event_field_is_the_default_type_and_every_field_counts_toward_the_cap() {
+        let mut event = Gathered::default();
+        for line in ["event: delta", "event:", "id: 12", "data: abc"] {
+            event.field(line);
+        }
+        assert_eq!(event.size(), 2 + 3);
+        let dispatched = event.dispatch().expect("data came");
+        assert_eq!(dispatched.event, None, "message");
+        event.field("event: x");
+        assert_eq!(event.size(), 1);
+    }
+
+    #[test]
+    fn a_line_says_how_many_bytes_it_took() {
+        let mut lines = Lines::default();
+        let text = "ab\r\ncd\nef\r";
+        let mut at = 0;
+        assert_eq!(lines.next(text, &mut at), Some(("ab", 4)));
+        assert_eq!(lines.next(text, &mut at), Some(("cd", 3)));
+        assert_eq!(lines.next(text, &mut at), Some(("ef", 3)));
+        assert_eq!(lines.next(text, &mut at), None);
+    }
 }

@@ -81,3 +81,36 @@ pub(crate) fn error_in_answer(
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::refusal::Cause;
+    use crate::refusal::site::test_site;
+
+    #[test]
+    fn an_error_event_in_a_whole_answer_that_is_a_stream_is_its_refusal() {
+        let concealer = Concealer::new([]);
+        let site = test_site(concealer.clone());
+        let refusal = |text: &str, media: &str| {
+            error_in_answer(text, Some(media), &site, &concealer, 200).map(|r| r.cause())
+        };
+        let sse = "data: {\"delta\":1}\n\nevent: error\ndata: {\"error\":{\"type\":\"insufficient_quota\"}}\n\n";
+        assert_eq!(
+            refusal(sse, "text/event-stream; charset=utf-8"),
+            Some(Cause::EngineOutOfCredit)
+        );
+        // After [DONE] nothing is read, and JSON is not a stream.
+        assert_eq!(
+            refusal(&format!("data: [DONE]\n\n{sse}"), "text/event-stream"),
+            None
+        );
+        assert_eq!(refusal(sse, "application/json"), None);
+        let ndjson = "{\"a\":1}\n{\"error\":{\"type\":\"rate_limit_error\"}}";
+        assert_eq!(
+            refusal(ndjson, "application/x-ndjson"),
+            Some(Cause::EngineOverQuota)
+        );
+        assert_eq!(refusal("{\"a\":1}\n", "application/jsonl"), None);
+    }
+}
