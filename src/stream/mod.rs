@@ -22,10 +22,18 @@
 //!   connect, the head and the first byte; an idle timer (30 s) every gap
 //!   between bytes after that (a comment counts as a byte); a stream
 //!   deadline (10 min) the whole stream. Each is named in the refusal it
-//!   causes. A piece, event or line larger than the answer cap is refused.
+//!   causes. A piece, an event, or a line (a field, a comment) larger than
+//!   the answer cap is refused, however the pieces fall.
 //! - **Errors inside a `200`.** An SSE event named `error`, or a payload
 //!   that is a JSON object with a top-level `error` member, ends the stream
 //!   with a refusal whose cause its `type` and `code` name.
+//! - **How it ended.** A generation cut short reads like a finished one to
+//!   a client that only sees the end, so [`AnswerStream::ending`] says
+//!   which end came: `[DONE]`, the body at a boundary, or the body inside
+//!   an event (not yielded, counted); a call that asks for `[DONE]` is
+//!   refused without it. A refusal after the head carries what any refusal
+//!   of a send does: the request id, the attempts and what each came to,
+//!   the idempotency key.
 //!
 //! The caller pulls: nothing is read ahead into a buffer that can grow.
 

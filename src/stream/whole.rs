@@ -6,15 +6,53 @@
 use super::ending::error_refusal;
 use super::sse::{Gathered, Lines};
 use crate::conceal::Concealer;
-use crate::refusal::Refusal;
 use crate::refusal::failure::Answered;
 use crate::refusal::site::Site;
+use crate::refusal::{Refusal, history};
+use crate::transport::reply::Received;
 
-/// The refusal an error inside a whole answer makes, when its
+/// The refusal of a whole answer whose `content-type` says it is a stream
+/// (a body sent with `"stream": true`) and one of whose events or lines is
+/// an error: the engine failed inside its `200`, as a stream would have
+/// said. It carries what any refusal of a send does: the engine's id for
+/// the request, the attempts, what each came to, the key.
+pub(crate) fn error_in_answer(
+    received: &Received,
+    site: &Site,
+    attempts: u32,
+    mut history: Vec<String>,
+    key: Option<&str>,
+) -> Option<Refusal> {
+    let content_type = received
+        .headers
+        .iter()
+        .find(|(name, _)| name == "content-type")
+        .map(|(_, value)| value.as_str());
+    let refusal = error_in_text(
+        &received.text,
+        content_type,
+        site,
+        site.concealer(),
+        received.status,
+    )?;
+    let refusal = match &received.request_id {
+        Some(id) => refusal.with_request_id(id.clone()),
+        None => refusal,
+    };
+    history.push("an error in the stream".to_owned());
+    Some(history::after_attempts(
+        site,
+        refusal.with_attempts(attempts),
+        &history,
+        key,
+    ))
+}
+
+/// The refusal an error inside a whole answer's text makes, when its
 /// `content-type` says it is a stream (`text/event-stream`, NDJSON) and
 /// one of its events or lines is an error. `text` is the answer's text,
 /// already concealed.
-pub(crate) fn error_in_answer(
+fn error_in_text(
     text: &str,
     content_type: Option<&str>,
     site: &Site,
@@ -93,7 +131,7 @@ mod tests {
         let concealer = Concealer::new([]);
         let site = test_site(concealer.clone());
         let refusal = |text: &str, media: &str| {
-            error_in_answer(text, Some(media), &site, &concealer, 200).map(|r| r.cause())
+            error_in_text(text, Some(media), &site, &concealer, 200).map(|r| r.cause())
         };
         let sse = "data: {\"delta\":1}\n\nevent: error\ndata: {\"error\":{\"type\":\"insufficient_quota\"}}\n\n";
         assert_eq!(

@@ -120,7 +120,10 @@ impl HttpTransport {
                 key,
                 ..
             }) => {
-                if let Some(refusal) = self.streamed_error(&received, attempts, history, key) {
+                let error = self.inner.target.as_ref().ok().and_then(|target| {
+                    error_in_answer(&received, &target.site, attempts, history, key.as_deref())
+                });
+                if let Some(refusal) = error {
                     self.refused(&span, &refusal, Reach::Wire, elapsed);
                     return Err(refusal);
                 }
@@ -196,43 +199,6 @@ impl HttpTransport {
                 Err(refusal)
             }
         }
-    }
-
-    /// The refusal of a whole answer that is a stream (a body sent with
-    /// `"stream": true`) holding an error event: the engine failed inside
-    /// its `200`, as a stream would have said. It carries the attempts,
-    /// what each came to, the key and the engine's id for the request.
-    fn streamed_error(
-        &self,
-        received: &Received,
-        attempts: u32,
-        mut history: Vec<String>,
-        key: Option<String>,
-    ) -> Option<Refusal> {
-        let target = self.inner.target.as_ref().ok()?;
-        let content_type = received
-            .headers
-            .iter()
-            .find(|(name, _)| name == "content-type")
-            .map(|(_, value)| value.as_str());
-        let refusal = error_in_answer(
-            &received.text,
-            content_type,
-            &target.site,
-            &self.inner.concealer,
-            received.status,
-        )?;
-        let refusal = match &received.request_id {
-            Some(id) => refusal.with_request_id(id.clone()),
-            None => refusal,
-        };
-        history.push("an error in the stream".to_owned());
-        Some(history::after_attempts(
-            &target.site,
-            refusal.with_attempts(attempts),
-            &history,
-            key.as_deref(),
-        ))
     }
 
     /// The meter and the span of a send that ended in an answer (a stream
