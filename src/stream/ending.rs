@@ -23,11 +23,13 @@ use crate::refusal::stream::{StreamError, in_stream_error, without_done};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// // The body ends inside its second event: that event is not yielded.
+/// // The body ends inside its second event: that event is not yielded,
+/// // and its 8 bytes (`data: tw`) are counted.
 /// let mut stream = AnswerStream::from_chunks(200, ["data: one\n\ndata: tw"]);
-/// assert_eq!(stream.next_event().await.map(|e| e.map(|e| e.data().to_owned())), Some(Ok("one".to_owned())));
+/// let first = stream.next_event().await.expect("an event").expect("not a refusal");
+/// assert_eq!(first.data(), "one");
 /// assert!(stream.next_event().await.is_none());
-/// assert_eq!(stream.ending(), Some(Ending::Unfinished { bytes: 7 }));
+/// assert_eq!(stream.ending(), Some(Ending::Unfinished { bytes: 8 }));
 /// # }
 /// ```
 #[non_exhaustive]

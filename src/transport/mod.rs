@@ -147,9 +147,10 @@ pub trait Transport: Send + Sync {
 
     /// Sends `request` and reads the answer as a stream, piece by piece.
     /// The default executes the request and yields the whole answer as one
-    /// chunk (its events and lines read from it like any others), so a
-    /// fake need only write [`send`](Transport::send) or
-    /// [`execute`](Transport::execute).
+    /// chunk (its events and lines read from it like any others, and
+    /// [`Request::expect_done`] honoured), with the answer's request id and
+    /// `content-type`, so a fake need only write [`send`](Transport::send)
+    /// or [`execute`](Transport::execute).
     fn stream(
         &self,
         request: Request,
