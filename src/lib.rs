@@ -136,7 +136,7 @@ pub use refusal::{Cause, Refusal, Report, UnknownCause};
 pub use request::Request;
 pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
-pub use stream::{AnswerStream, Event};
+pub use stream::{AnswerStream, Ending, Event};
 pub use transport::{
     BuildError, Call, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
     HttpTransportBuilder, Transport, USER_AGENT,
@@ -158,6 +158,7 @@ fn _assert_impls() {
     public::<Request>();
     public::<AnswerStream>();
     public::<Event>();
+    public::<Ending>();
     public::<Answer>();
     public::<Refusal>();
     public::<Cause>();
@@ -175,6 +176,7 @@ fn _assert_impls() {
         public::<blocking::HttpTransport>();
         public::<blocking::HttpTransportBuilder>();
         public::<blocking::Call>();
+        public::<blocking::AnswerStream>();
     }
     fn object_safe(_: &dyn Transport) {}
 }

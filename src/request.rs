@@ -46,6 +46,7 @@ pub struct Request {
     idempotency_key: Option<String>,
     idle_timeout: Option<Duration>,
     stream_deadline: Option<Duration>,
+    expect_done: bool,
 }
 
 impl Request {
@@ -59,6 +60,7 @@ impl Request {
             idempotency_key: None,
             idle_timeout: None,
             stream_deadline: None,
+            expect_done: false,
         }
     }
 
@@ -135,6 +137,23 @@ impl Request {
         self
     }
 
+    /// For an answer read as a stream: the engine must end it with an SSE
+    /// `data: [DONE]` (or an NDJSON line `[DONE]`). A stream whose body
+    /// ends without it, cleanly or inside an event, is then refused as
+    /// `engine-unreachable` (`"ended without [DONE] after N events"`) and
+    /// metered as a refusal; it is never sent again (the engine has
+    /// billed). A generation the engine cut short would otherwise read as a
+    /// finished one. The chunk reader parses nothing and ignores it.
+    ///
+    /// ```
+    /// let request = meterwire::Request::new("{}").expect_done();
+    /// assert!(request.get_expect_done());
+    /// ```
+    pub fn expect_done(mut self) -> Request {
+        self.expect_done = true;
+        self
+    }
+
     /// The body, as it will be sent (empty when [`Request::json`] could
     /// not serialize its value).
     pub fn get_body(&self) -> &Bytes {
@@ -171,6 +190,11 @@ impl Request {
         self.stream_deadline
     }
 
+    /// Whether this request asks a stream for `[DONE]`.
+    pub fn get_expect_done(&self) -> bool {
+        self.expect_done
+    }
+
     /// Every header this request adds, in the order given.
     pub(crate) fn headers(&self) -> &[(String, String)] {
         &self.headers
@@ -198,6 +222,7 @@ impl fmt::Debug for Request {
             .field("headers", &self.headers.len())
             .field("deadline", &self.deadline)
             .field("idempotency_key", &self.idempotency_key.is_some())
+            .field("expect_done", &self.expect_done)
             .finish()
     }
 }

@@ -624,3 +624,131 @@ fn a_100_mb_stream_of_small_events_is_read_at_a_bounded_heap() {
     // nothing that grows with the stream.
     assert!(growth < 2 * MIB, "the heap grew by {growth} bytes");
 }
+
+/// One event of the probe's streams: a small chat delta, as engines send
+/// them.
+const PROBE_EVENT: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"the cat \"}}]}\n\n";
+
+/// An engine on a thread of its own, for one probe: a `200` chunked
+/// stream of `bytes` of small events, then, once `finish` says so (or
+/// after a guard), the end of the body. Returns its address and the event
+/// count.
+fn probe_engine(bytes: usize) -> (String, usize, std::sync::mpsc::Sender<()>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = format!("http://{}", listener.local_addr().expect("an address"));
+    let events = bytes.div_ceil(PROBE_EVENT.len());
+    let (finish, finished) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let Ok((mut socket, _)) = listener.accept() else {
+            return;
+        };
+        // The probe sends a small body: its head and `{}` in one read or two.
+        let mut request = [0u8; 8192];
+        let _ = socket.read(&mut request);
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        if socket.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        let per_chunk = (64 * KIB) / PROBE_EVENT.len();
+        let mut left = events;
+        while left > 0 {
+            let n = left.min(per_chunk);
+            let chunk = PROBE_EVENT.repeat(n);
+            let framed = format!("{:x}\r\n{chunk}\r\n", chunk.len());
+            if socket.write_all(framed.as_bytes()).is_err() {
+                return;
+            }
+            left -= n;
+        }
+        let _ = socket.flush();
+        let _ = finished.recv_timeout(GUARD);
+        let _ = socket.write_all(b"0\r\n\r\n");
+        let _ = socket.flush();
+    });
+    (address, events, finish)
+}
+
+/// The probe's peak resident memory (`VmHWM`, KiB) while it streams
+/// `bytes` of events with `--stream --json`, read once it has printed the
+/// last event and before the body ends, so the whole stream is behind the
+/// mark; and its end record.
+fn probe_peak_kib(bytes: usize) -> (u64, serde_json::Value) {
+    use std::io::BufRead as _;
+    let (address, events, finish) = probe_engine(bytes);
+    let mut child = std::process::Command::new(support::probe_path())
+        .env_clear()
+        .env("CHANT_BEHAVIOUR_ENGINE", &address)
+        .env("CHANT_BEHAVIOUR_TOKEN", TOKEN)
+        .args([
+            "--stream",
+            "--json",
+            "--idle-ms",
+            "20000",
+            "--stream-deadline-ms",
+            "120000",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the probe starts");
+    let status = format!("/proc/{}/status", child.id());
+    let stdout = child.stdout.take().expect("stdout is piped");
+    // The probe's own timers bound every read here: it exits by its
+    // stream deadline whatever the engine does.
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut printed = 0usize;
+    for line in lines.by_ref() {
+        let line = line.expect("stdout is UTF-8 lines");
+        assert!(line.starts_with("{\"event\":\"message\""), "{line}");
+        printed += 1;
+        if printed == events {
+            break;
+        }
+    }
+    assert_eq!(printed, events, "every event printed");
+    let peak = std::fs::read_to_string(&status)
+        .expect("the probe still runs: its body has not ended")
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .expect("a VmHWM line");
+    let _ = finish.send(());
+    let end: Vec<String> = lines.map_while(Result::ok).collect();
+    let exit = child.wait().expect("the probe exits");
+    assert!(exit.success(), "{exit:?}: {end:?}");
+    let end = serde_json::from_str(end.last().expect("an end record")).expect("JSON");
+    (peak, end)
+}
+
+#[test]
+fn the_probe_keeps_nothing_it_has_printed() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (small, end) = probe_peak_kib(128 * PROBE_EVENT.len());
+    assert_eq!(end["end"]["events"], 128, "{end}");
+    assert_eq!(end["end"]["ended"], "body", "{end}");
+    let started = Instant::now();
+    let (large, end) = probe_peak_kib(20 * MIB);
+    println!(
+        "the probe's peak RSS: {small} KiB for 128 events, {large} KiB for 20 MiB of them ({} events, {:.1} s)",
+        end["end"]["events"],
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(end["end"]["ended"], "body", "{end}");
+    // What a stream of any length costs the probe is one piece and the
+    // HTTP stack's buffers: a few MiB at most, never the 20 MiB it printed.
+    assert!(
+        large < small + 4 * 1024,
+        "the probe grew from {small} KiB to {large} KiB over 20 MiB of events"
+    );
+}

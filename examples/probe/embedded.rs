@@ -415,7 +415,7 @@ pub async fn tour(
             let result = match transport.stream(body.clone()).await {
                 // A stream read to its end is shown as the answer it made.
                 Ok(stream) => {
-                    let read = crate::stream::read_all(stream, started, |_, _| {}).await;
+                    let read = crate::stream::read_all(stream, started, true, |_, _| {}).await;
                     match read.refusal {
                         Some(refusal) => Err(refusal),
                         None => Ok(Answer::new(read.status, read.joined)),

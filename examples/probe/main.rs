@@ -160,6 +160,11 @@ struct Args {
           value_parser = value_parser!(u64).range(1..))]
     stream_deadline_ms: u64,
 
+    /// With --stream: the engine must end the stream with [DONE]; a stream
+    /// whose body ends without it is refused (engine-unreachable, exit 4)
+    #[arg(long, requires = "stream")]
+    expect_done: bool,
+
     /// A retry policy of at most N attempts per send (1 is none): only where
     /// a retry cannot double a bill, with an idempotency key on every send
     #[arg(long, value_name = "N", default_value_t = 1,
@@ -261,7 +266,9 @@ async fn run(args: Args) -> Result<ExitCode, Usage> {
                 ExitCode::from(EXIT_LOST)
             })
         }
-        None if args.stream => Ok(stream::stream_once(&transport, body, args.json, &style).await),
+        None if args.stream => {
+            Ok(stream::stream_once(&transport, body, args.expect_done, args.json, &style).await)
+        }
         None => Ok(send_once(&transport, body, args.json, &style).await),
     }
 }

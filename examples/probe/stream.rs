@@ -5,13 +5,17 @@
 //!
 //! Prose prints each event's data (each line, each chunk) as it arrives;
 //! `--json` prints one JSON object per line, `atMs` the milliseconds since
-//! the send began, and last either `{"end": {…}}` or the refusal's report.
+//! the send began, and last either `{"end": {…}}` (with how the stream
+//! ended: `done`, `body` or `unfinished`) or the refusal's report.
+//!
+//! What is printed is not kept: a stream of any length is read in the
+//! memory of one piece, as a predictor reads it.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use meterwire::{AnswerStream, HttpTransport, Refusal};
+use meterwire::{AnswerStream, Ending, HttpTransport, Refusal};
 use serde::Serialize;
 
 use crate::show::{self, Style};
@@ -78,72 +82,91 @@ struct End {
     bytes: u64,
     first_byte_ms: Option<f64>,
     elapsed_ms: u64,
+    /// `done`, `body` or `unfinished`.
+    ended: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unfinished_bytes: Option<u64>,
 }
 
-/// What a stream came to, read to its end: every piece it yielded, joined,
-/// and the refusal it ended in, if any.
+/// How `ending` reads in the end record, and the bytes of an unfinished
+/// event.
+fn ended(ending: Option<Ending>) -> (&'static str, Option<u64>) {
+    match ending {
+        Some(Ending::Done) => ("done", None),
+        Some(Ending::Unfinished { bytes }) => ("unfinished", Some(bytes)),
+        // A stream read to its end without a refusal has an ending; `body`
+        // is what any other ending a later version names comes closest to.
+        _ => ("body", None),
+    }
+}
+
+/// What a stream came to, read to its end: every piece it yielded, joined
+/// (when asked to keep them), how it ended, and the refusal it ended in, if
+/// any.
 pub struct Read {
     pub status: u16,
     pub joined: String,
     pub pieces: u64,
+    pub ending: Option<Ending>,
     pub refusal: Option<Refusal>,
 }
 
 /// Reads `stream` to its end, handing each piece (with the time since
-/// `started`) to `each`.
+/// `started`) to `each`, and joining them when `keep` (the tour shows a
+/// stream as the answer it made; a printed stream keeps nothing).
 // A refusal is as large as what it says.
 #[allow(clippy::result_large_err)]
 pub async fn read_all(
     mut stream: AnswerStream,
     started: Instant,
+    keep: bool,
     mut each: impl FnMut(Piece<'_>, Duration),
 ) -> Read {
     let reading = Reading::of(&stream);
     let status = stream.status();
     let mut joined = String::new();
     let mut pieces = 0;
-    loop {
+    let mut join = |text: &str| {
+        if keep {
+            if !joined.is_empty() && reading != Reading::Chunks {
+                joined.push('\n');
+            }
+            joined.push_str(text);
+        }
+    };
+    let refusal = loop {
         let next = match reading {
             Reading::Events => stream.next_event().await.map(|event| {
                 event.map(|event| {
                     each(Piece::Event(&event), started.elapsed());
-                    event.data().to_owned()
+                    join(event.data());
                 })
             }),
-            Reading::Lines => stream
-                .next_line()
-                .await
-                .map(|line| line.inspect(|line| each(Piece::Line(line), started.elapsed()))),
-            Reading::Chunks => stream
-                .next_chunk()
-                .await
-                .map(|chunk| chunk.inspect(|chunk| each(Piece::Chunk(chunk), started.elapsed()))),
+            Reading::Lines => stream.next_line().await.map(|line| {
+                line.map(|line| {
+                    each(Piece::Line(&line), started.elapsed());
+                    join(&line);
+                })
+            }),
+            Reading::Chunks => stream.next_chunk().await.map(|chunk| {
+                chunk.map(|chunk| {
+                    each(Piece::Chunk(&chunk), started.elapsed());
+                    join(&chunk);
+                })
+            }),
         };
         match next {
-            Some(Ok(text)) => {
-                pieces += 1;
-                if !joined.is_empty() && reading != Reading::Chunks {
-                    joined.push('\n');
-                }
-                joined.push_str(&text);
-            }
-            Some(Err(refusal)) => {
-                return Read {
-                    status,
-                    joined,
-                    pieces,
-                    refusal: Some(refusal),
-                };
-            }
-            None => {
-                return Read {
-                    status,
-                    joined,
-                    pieces,
-                    refusal: None,
-                };
-            }
+            Some(Ok(())) => pieces += 1,
+            Some(Err(refusal)) => break Some(refusal),
+            None => break None,
         }
+    };
+    Read {
+        status,
+        joined,
+        pieces,
+        ending: stream.ending(),
+        refusal,
     }
 }
 
@@ -157,15 +180,22 @@ pub enum Piece<'a> {
 pub async fn stream_once(
     transport: &HttpTransport,
     body: Bytes,
+    expect_done: bool,
     json: bool,
     style: &Style,
 ) -> ExitCode {
     let started = Instant::now();
-    let stream = match transport.stream(body).await {
+    let call = transport.call(body);
+    let call = if expect_done {
+        call.expect_done()
+    } else {
+        call
+    };
+    let stream = match call.stream().await {
         Ok(stream) => stream,
         Err(refusal) => return crate::refused(&refusal, json, style),
     };
-    let read = read_all(stream, started, |piece, at| {
+    let read = read_all(stream, started, false, |piece, at| {
         let at_ms = (at.as_secs_f64() * 10_000.0).round() / 10.0;
         if json {
             let line = match piece {
@@ -192,6 +222,7 @@ pub async fn stream_once(
         return crate::refused(&refusal, json, style);
     }
     let meter = transport.meter();
+    let (ended, unfinished_bytes) = ended(read.ending);
     let end = End {
         status: read.status,
         events: read.pieces,
@@ -200,12 +231,19 @@ pub async fn stream_once(
             .first_byte(1.0)
             .map(|after| (after.as_secs_f64() * 10_000.0).round() / 10.0),
         elapsed_ms: crate::millis(started.elapsed()),
+        ended,
+        unfinished_bytes,
     };
     if json {
         crate::print_json(&EndJson { end });
     } else {
+        let how = match (end.ended, end.unfinished_bytes) {
+            ("done", _) => "at [DONE]".to_owned(),
+            (_, Some(bytes)) => format!("inside an event, {bytes} bytes of it not shown"),
+            _ => "at the end of the body, without [DONE]".to_owned(),
+        };
         out!(
-            "{}  HTTP {}, {} pieces, {} bytes, the first after {} ms, {} ms in all",
+            "{}  HTTP {}, {} pieces, {} bytes, the first after {} ms, {} ms in all, ended {how}",
             style.good("stream ended"),
             end.status,
             end.events,

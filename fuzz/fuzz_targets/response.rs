@@ -76,7 +76,11 @@ enum Value {
     Bytes(Vec<u8>),
     Token(Vec<u8>, u8, Vec<u8>),
     Number(u128),
+    /// A media type a stream is read as (a whole answer too).
+    Media(u8),
 }
+
+const MEDIA: [&str; 3] = ["text/event-stream", "application/x-ndjson", "application/json"];
 
 const FIXED: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
 
@@ -97,6 +101,7 @@ fn bytes(value: &Value, token: &str) -> Vec<u8> {
     match value {
         Value::Bytes(bytes) => bytes.clone(),
         Value::Number(n) => n.to_string().into_bytes(),
+        Value::Media(n) => MEDIA[usize::from(*n) % MEDIA.len()].as_bytes().to_vec(),
         Value::Token(before, form, after) => {
             let echo = match form % 4 {
                 0 => token.to_owned(),

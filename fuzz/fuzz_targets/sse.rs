@@ -2,7 +2,7 @@
 //! arbitrary pieces, read as chunks, events and lines. The oracle: no
 //! panic; chunks join back into the text; every event's data and every
 //! line is text the pieces held (no byte invented); nothing after the end
-//! or a refusal.
+//! or a refusal; a clean end of events says how it ended, a refusal not.
 
 #![no_main]
 
@@ -41,7 +41,15 @@ fuzz_target!(|input: (Vec<u8>, String)| {
                         assert!(text.contains(line), "{line:?} not in the text");
                     }
                 }
-                Some(Err(_)) | None => break,
+                // A clean end says how it ended; a refusal says why itself.
+                Some(Err(_)) => {
+                    assert!(stream.ending().is_none());
+                    break;
+                }
+                None => {
+                    assert!(stream.ending().is_some());
+                    break;
+                }
             }
         }
         assert!(stream.next_event().await.is_none());

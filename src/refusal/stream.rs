@@ -128,6 +128,61 @@ pub(crate) enum Timer {
     Whole { ms: u64 },
 }
 
+impl Timer {
+    /// A few words for the list of attempts in a reason.
+    pub(crate) fn short(self) -> String {
+        match self {
+            Timer::FirstByte { ms } => format!("no body within {ms} ms"),
+            Timer::Idle { ms } => format!("silent for {ms} ms"),
+            Timer::Whole { ms } => format!("a stream past {ms} ms"),
+        }
+    }
+}
+
+/// The refusal of a stream whose body ended cleanly but without `[DONE]`,
+/// when the caller asked for it: a generation the engine cut short reads
+/// like a finished one otherwise. `unfinished` counts the bytes of an
+/// event the end cut off, if it cut one.
+pub(crate) fn without_done(
+    site: Option<&Site>,
+    answered: Answered,
+    unfinished: Option<u64>,
+) -> Refusal {
+    let events = match answered.events {
+        Some(1) => "1 event".to_owned(),
+        Some(n) => format!("{n} events"),
+        None => answered.so_far(),
+    };
+    let inside = match unfinished {
+        Some(1) => ", inside an event (1 byte of it not read)".to_owned(),
+        Some(bytes) => format!(", inside an event ({bytes} bytes of it not read)"),
+        None => String::new(),
+    };
+    let what = format!(
+        "answered HTTP {}, then its stream ended without [DONE] after {events}{inside}, so the answer may be cut short",
+        answered.status
+    );
+    let Some(site) = site else {
+        return Refusal::new(
+            Cause::EngineUnreachable,
+            format!("the stream {what}"),
+            FAKE_REMEDY,
+            None,
+        )
+        .with_status(answered.status);
+    };
+    let remedy = unreachable_remedy(site, Fix::Health, "ended a stream before its [DONE]", None);
+    site.seal(
+        Refusal::new(
+            Cause::EngineUnreachable,
+            format!("{} {what}", site.subject()),
+            remedy,
+            site.address_variable(),
+        )
+        .with_status(answered.status),
+    )
+}
+
 /// The refusal of a stream a timer ended: the engine's health, each timer
 /// named.
 pub(crate) fn timed_out(site: Option<&Site>, timer: Timer, answered: Answered) -> Refusal {

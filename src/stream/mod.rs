@@ -22,15 +22,27 @@
 //!   connect, the head and the first byte; an idle timer (30 s) every gap
 //!   between bytes after that (a comment counts as a byte); a stream
 //!   deadline (10 min) the whole stream. Each is named in the refusal it
-//!   causes. A piece, event or line larger than the answer cap is refused.
+//!   causes. A piece, an event, or a line (a field, a comment) larger than
+//!   the answer cap is refused, however the pieces fall.
 //! - **Errors inside a `200`.** An SSE event named `error`, or a payload
 //!   that is a JSON object with a top-level `error` member, ends the stream
 //!   with a refusal whose cause its `type` and `code` name.
+//! - **How it ended.** A generation cut short reads like a finished one to
+//!   a client that only sees the end, so [`AnswerStream::ending`] says
+//!   which end came: `[DONE]`, the body at a boundary, or the body inside
+//!   an event (not yielded, counted); a call that asks for `[DONE]` is
+//!   refused without it. A refusal after the head carries what any refusal
+//!   of a send does: the request id, the attempts and what each came to,
+//!   the idempotency key.
 //!
 //! The caller pulls: nothing is read ahead into a buffer that can grow.
 
+mod ending;
+mod event;
 mod sse;
 mod upstream;
+mod whole;
+mod wire;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -38,18 +50,15 @@ use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::time::{Instant, Sleep};
-
 use crate::conceal::Concealer;
-use crate::conceal::stream::ConcealStream;
 use crate::refusal::Refusal;
-use crate::refusal::evidence::words::{engine_code, engine_words, stream_error};
-use crate::refusal::failure::{Answered, Failure, refusal_after_head};
-use crate::refusal::stream::{StreamError, Timer, in_stream_error, timed_out};
-use crate::transport::reply::{Opened, Pieces};
-use crate::transport::utf8::Utf8Pieces;
+use crate::transport::reply::Opened;
+pub use ending::Ending;
+pub use event::Event;
 use sse::{Gathered, Lines};
-pub(crate) use upstream::{Ending, Timers, Upstream};
+pub(crate) use upstream::{Sent, Timers, Upstream};
+pub(crate) use whole::error_in_answer;
+use wire::{More, Wire};
 
 /// An answer read as it arrives, from [`HttpTransport::stream`](crate::HttpTransport::stream),
 /// [`Call::stream`](crate::Call::stream) or [`Transport::stream`](crate::Transport::stream).
@@ -85,6 +94,9 @@ pub struct AnswerStream {
     taken: usize,
     lines: Lines,
     event: Gathered,
+    /// The bytes of the event being read, since the parser was last
+    /// between events: what an end of the body there cuts off.
+    pending: u64,
     /// Whether the start of the text was looked at for a byte-order mark.
     bom_checked: bool,
     /// The body has ended (cleanly): what is in `text` is the last of it.
@@ -95,9 +107,13 @@ pub struct AnswerStream {
     /// Events dispatched so far, once events are read.
     events: Option<u64>,
     cap: usize,
-    /// How the stream is metered and traced when it ends; `None` for a
-    /// fake's, or once it has been.
-    ending: Option<Ending>,
+    /// A clean end without `[DONE]` is a refusal.
+    expect_done: bool,
+    /// How the stream ended, once it ended cleanly.
+    how: Option<Ending>,
+    /// The send the stream came from, metered and traced when it ends;
+    /// `None` for a fake's, or once it has been.
+    sent: Option<Sent>,
 }
 
 /// Where the text comes from.
@@ -106,71 +122,6 @@ enum Source {
     Wire(Box<Wire>),
     /// A fake's pieces.
     Chunks(VecDeque<String>),
-}
-
-/// An engine's body, and what reads it.
-struct Wire {
-    /// Only ever reached through `&mut` (`Mutex::get_mut`, which never
-    /// locks): the mutex makes the stream `Sync` though the body is not.
-    body: std::sync::Mutex<Pieces>,
-    characters: Utf8Pieces,
-    concealing: ConcealStream,
-    concealer: Concealer,
-    timers: Timers,
-    sleep: Pin<Box<Sleep>>,
-    /// The instant `sleep` is set for.
-    armed: Option<Instant>,
-    /// When the last byte arrived.
-    last_byte: Option<Instant>,
-}
-
-/// What one more read of the body came to.
-enum More {
-    /// Text was released (perhaps none: the concealer holds it).
-    Text,
-    /// The body ended cleanly.
-    End,
-    /// The stream is refused.
-    Refused(Refusal),
-}
-
-/// One server-sent event: its type, its data (multi-line data joined with
-/// `\n`) and its id, each concealed.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// let mut stream = meterwire::AnswerStream::from_chunks(200, ["event: delta\nid: 7\ndata: a\ndata: b\n\n"]);
-/// let event = stream.next_event().await.expect("an event").expect("not a refusal");
-/// assert_eq!(event.event(), Some("delta"));
-/// assert_eq!(event.data(), "a\nb");
-/// assert_eq!(event.id(), Some("7"));
-/// # }
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Event {
-    event: Option<String>,
-    data: String,
-    id: Option<String>,
-}
-
-impl Event {
-    /// The event's type, when it carried an `event` field (a reader takes
-    /// none for `message`).
-    pub fn event(&self) -> Option<&str> {
-        self.event.as_deref()
-    }
-
-    /// The event's data, its lines joined with `\n`.
-    pub fn data(&self) -> &str {
-        &self.data
-    }
-
-    /// The `id` field this event carried (none carried forward from an
-    /// earlier one).
-    pub fn id(&self) -> Option<&str> {
-        self.id.as_deref()
-    }
 }
 
 /// Shows what the stream has read so far, never its text.
@@ -183,6 +134,7 @@ impl fmt::Debug for AnswerStream {
             .field("bytes", &self.bytes)
             .field("events", &self.events)
             .field("done", &self.done)
+            .field("ending", &self.how)
             .finish()
     }
 }
@@ -207,7 +159,7 @@ impl AnswerStream {
         content_type: Option<String>,
         source: Source,
         cap: usize,
-        ending: Option<Ending>,
+        sent: Option<Sent>,
     ) -> AnswerStream {
         AnswerStream {
             status,
@@ -218,43 +170,60 @@ impl AnswerStream {
             taken: 0,
             lines: Lines::default(),
             event: Gathered::default(),
+            pending: 0,
             bom_checked: false,
             ended: false,
             done: false,
             bytes: 0,
             events: None,
             cap,
-            ending,
+            expect_done: false,
+            how: None,
+            sent,
         }
     }
 
     /// The stream of a transport's send whose `2xx` head arrived.
-    pub(crate) fn opened(opened: Opened, timers: Timers, ending: Ending) -> AnswerStream {
-        let concealer = ending.transport.concealer().clone();
-        let cap = usize::try_from(ending.transport.max_answer_bytes()).unwrap_or(usize::MAX);
-        let wire = Wire {
-            body: std::sync::Mutex::new(opened.body),
-            characters: Utf8Pieces::default(),
-            concealing: concealer.stream(),
-            concealer,
-            timers,
-            sleep: Box::pin(tokio::time::sleep_until(timers.first_byte)),
-            armed: Some(timers.first_byte),
-            last_byte: None,
-        };
+    pub(crate) fn opened(opened: Opened, timers: Timers, sent: Sent) -> AnswerStream {
+        let concealer = sent.transport.concealer().clone();
+        let cap = usize::try_from(sent.transport.max_answer_bytes()).unwrap_or(usize::MAX);
+        let wire = Wire::new(opened.body, concealer, timers);
         AnswerStream::new(
             opened.status,
             opened.request_id,
             opened.content_type,
             Source::Wire(Box::new(wire)),
             cap,
-            Some(ending),
+            Some(sent),
         )
     }
 
-    /// The same stream, with the engine's id for the request.
-    pub(crate) fn with_request_id(mut self, id: Option<String>) -> AnswerStream {
-        self.request_id = id;
+    /// The same stream, with `id` as the engine's id for the request, as a
+    /// real stream has when the engine sent one: for a fake's stream.
+    ///
+    /// ```
+    /// let stream = meterwire::AnswerStream::from_chunks(200, ["data: hi\n\n"])
+    ///     .with_request_id("req-7")
+    ///     .with_content_type("text/event-stream");
+    /// assert_eq!(stream.request_id(), Some("req-7"));
+    /// assert_eq!(stream.content_type(), Some("text/event-stream"));
+    /// ```
+    pub fn with_request_id(mut self, id: impl Into<String>) -> AnswerStream {
+        self.request_id = Some(id.into());
+        self
+    }
+
+    /// The same stream, with `content_type` as its `content-type`, as a
+    /// real stream has: for a fake's stream, so that a predictor that picks
+    /// its reader by it can be tested.
+    pub fn with_content_type(mut self, content_type: impl Into<String>) -> AnswerStream {
+        self.content_type = Some(content_type.into());
+        self
+    }
+
+    /// The same stream, refusing a clean end without `[DONE]`.
+    pub(crate) fn expecting_done(mut self, expect: bool) -> AnswerStream {
+        self.expect_done = expect;
         self
     }
 
@@ -276,41 +245,64 @@ impl AnswerStream {
         self.content_type.as_deref()
     }
 
-    /// The next text that arrived, concealed; `None` at the end.
+    /// How the stream ended, once a reader has had its last item and the
+    /// stream ended cleanly: `[DONE]` arrived, the body ended at an event
+    /// or line boundary, or it ended inside an event, whose bytes were not
+    /// yielded. `None` before the end, after a refusal (which says why),
+    /// and for a stream dropped before its end.
+    pub fn ending(&self) -> Option<Ending> {
+        self.how
+    }
+
+    /// The next text that arrived, concealed; `None` at the end. This is
+    /// the raw text with the byte-level concealment only: a token an engine
+    /// splits across several events' JSON strings is concealed by the
+    /// parsed readers, [`next_event`](Self::next_event) and
+    /// [`next_line`](Self::next_line), which know where the strings are.
+    /// Chunks are never parsed, so no `[DONE]` is looked for: the stream
+    /// ends at the end of the body ([`Ending::Body`]), whether or not the
+    /// call asked for `[DONE]`.
     pub async fn next_chunk(&mut self) -> Option<Result<String, Refusal>> {
         poll_fn(|cx| self.poll_chunk(cx)).await
     }
 
     /// The next server-sent event, concealed; `None` at the end, or at an
     /// event whose data is `[DONE]`, which ends the stream cleanly and is
-    /// not yielded.
+    /// not yielded. An event the end of the body cuts off is not yielded
+    /// either, as the standard says; [`ending`](Self::ending) counts it.
     pub async fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
         self.events.get_or_insert(0);
         if self.done {
             return None;
         }
         loop {
-            while let Some(line) = self.take_line() {
-                if !line.is_empty() {
-                    self.event.field(&line);
-                    if self.event.data.len() > self.cap {
-                        return Some(Err(self.refuse_failure(Failure::PieceTooLarge {
-                            what: "event",
-                            cap: self.cap_u64(),
-                        })));
-                    }
-                    continue;
+            while let Some((line, used)) = self.take_line() {
+                if line.len() > self.cap {
+                    return Some(Err(self.over_cap("line")));
                 }
-                let Some(gathered) = self.event.dispatch() else {
-                    continue;
-                };
-                return self.dispatched(gathered);
+                if line.is_empty() {
+                    self.pending = 0;
+                    let Some(gathered) = self.event.dispatch() else {
+                        continue;
+                    };
+                    return self.dispatched(gathered);
+                }
+                // A comment between events is no part of one.
+                if !(line.starts_with(':') && self.pending == 0) {
+                    self.pending = self.pending.saturating_add(used as u64);
+                }
+                self.event.field(&line);
+                if self.event.size() > self.cap {
+                    return Some(Err(self.over_cap("event")));
+                }
             }
-            if let Some(refusal) = self.line_over_cap() {
-                return Some(Err(refusal));
+            if self.rest() > self.cap {
+                return Some(Err(self.over_cap("line")));
             }
-            // An event cut off by the end of the body is dropped, as the
-            // standard says.
+            if self.ended {
+                let cut = self.pending.saturating_add(self.rest() as u64);
+                return self.end(Ending::at_end(cut)).map(Err);
+            }
             if let Err(refusal) = self.more().await? {
                 return Some(Err(refusal));
             }
@@ -318,40 +310,34 @@ impl AnswerStream {
     }
 
     /// The next NDJSON line, concealed (blank lines skipped); `None` at the
-    /// end. A line that is a JSON object with a top-level `error` member
-    /// ends the stream with a refusal, as an SSE error does.
+    /// end. A last line with no line break after it is complete at the end
+    /// of the body. A line `[DONE]` ends the stream cleanly and is not
+    /// yielded, as SSE's does. A line that is a JSON object with a
+    /// top-level `error` member ends the stream with a refusal, as an SSE
+    /// error does.
     pub async fn next_line(&mut self) -> Option<Result<String, Refusal>> {
         if self.done {
             return None;
         }
         loop {
-            while let Some(line) = self.take_line() {
-                if line.trim().is_empty() {
-                    continue;
+            while let Some((line, _)) = self.take_line() {
+                if line.len() > self.cap {
+                    return Some(Err(self.over_cap("line")));
                 }
-                if let Some(refusal) = self.error_in(None, &line) {
-                    return Some(Err(refusal));
+                if let Some(line) = self.line_read(line) {
+                    return line;
                 }
-                return Some(Ok(line));
             }
-            if let Some(refusal) = self.line_over_cap() {
-                return Some(Err(refusal));
+            if self.rest() > self.cap {
+                return Some(Err(self.over_cap("line")));
             }
             if self.ended {
-                // The last line may end without a line end.
                 let rest = self.text[self.taken..].to_owned();
                 self.taken = self.text.len();
-                // An error there is a refusal, read while the site is known.
-                if !rest.trim().is_empty()
-                    && let Some(refusal) = self.error_in(None, &rest)
-                {
-                    return Some(Err(refusal));
+                if let Some(line) = self.line_read(rest) {
+                    return line;
                 }
-                self.finish(None);
-                if rest.trim().is_empty() {
-                    return None;
-                }
-                return Some(Ok(rest));
+                return self.end(Ending::Body).map(Err);
             }
             if let Err(refusal) = self.more().await? {
                 return Some(Err(refusal));
@@ -359,15 +345,28 @@ impl AnswerStream {
         }
     }
 
-    /// Reads more of the body into `text`: `None` once it has ended and
-    /// nothing is left (the stream is finished), `Some(Err)` for a refusal.
-    async fn more(&mut self) -> Option<Result<(), Refusal>> {
-        if self.ended {
-            self.finish(None);
+    /// What one complete NDJSON line comes to: nothing for a blank one,
+    /// the end at `[DONE]`, a refusal for an error, else the line.
+    fn line_read(&mut self, line: String) -> Option<Option<Result<String, Refusal>>> {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
             return None;
         }
+        if trimmed == "[DONE]" {
+            return Some(self.end(Ending::Done).map(Err));
+        }
+        if let Some(refusal) = self.error_in(None, &line) {
+            return Some(Some(Err(refusal)));
+        }
+        Some(Some(Ok(line)))
+    }
+
+    /// Reads more of the body into `text`: `None` once the stream has
+    /// finished, `Some(Err)` for a refusal.
+    async fn more(&mut self) -> Option<Result<(), Refusal>> {
         match poll_fn(|cx| self.poll_more(cx)).await {
             More::Text => Some(Ok(())),
+            More::End if self.done => None,
             More::End => {
                 self.ended = true;
                 Some(Ok(()))
@@ -379,38 +378,38 @@ impl AnswerStream {
         }
     }
 
-    /// The next complete line of released text, if one has arrived. A
-    /// byte-order mark that starts the stream is dropped, as the standard
-    /// says.
-    fn take_line(&mut self) -> Option<String> {
+    /// The next complete line of released text, if one has arrived, and
+    /// the bytes it took. A byte-order mark that starts the stream is
+    /// dropped, as the standard says.
+    fn take_line(&mut self) -> Option<(String, usize)> {
         if !self.bom_checked && !self.text.is_empty() {
             self.bom_checked = true;
             if self.text[self.taken..].starts_with('\u{feff}') {
                 self.taken += '\u{feff}'.len_utf8();
             }
         }
-        let line = self.lines.next(&self.text, &mut self.taken)?.to_owned();
+        let (line, used) = self.lines.next(&self.text, &mut self.taken)?;
+        let line = line.to_owned();
         // Text taken is dropped now and then: linear, and bounded by what
         // is not yet read.
         if self.taken > 4096 && self.taken * 2 > self.text.len() {
             self.text.drain(..self.taken);
             self.taken = 0;
         }
-        Some(line)
+        Some((line, used))
     }
 
-    /// A refusal when the line being read is already larger than the cap.
-    fn line_over_cap(&mut self) -> Option<Refusal> {
-        (self.text.len() - self.taken > self.cap).then(|| {
-            self.refuse_failure(Failure::PieceTooLarge {
-                what: "line",
-                cap: self.cap_u64(),
-            })
-        })
+    /// The bytes of the line being read, which has not ended yet.
+    fn rest(&self) -> usize {
+        self.text.len() - self.taken
     }
 
-    fn cap_u64(&self) -> u64 {
-        u64::try_from(self.cap).unwrap_or(u64::MAX)
+    /// The concealer of an engine's stream (a fake's has none).
+    fn concealer(&self) -> Option<&Concealer> {
+        match &self.source {
+            Source::Wire(wire) => Some(&wire.concealer),
+            Source::Chunks(_) => None,
+        }
     }
 
     /// What a dispatched event comes to: yielded, the clean end at
@@ -418,13 +417,12 @@ impl AnswerStream {
     fn dispatched(&mut self, gathered: Gathered) -> Option<Result<Event, Refusal>> {
         // What the parser joined is concealed again: a form split over two
         // `data:` lines is a form broken by one line break.
-        let data = match &self.source {
-            Source::Wire(wire) => wire.concealer.conceal(&gathered.data).into_owned(),
-            Source::Chunks(_) => gathered.data,
+        let data = match self.concealer() {
+            Some(concealer) => concealer.conceal(&gathered.data).into_owned(),
+            None => gathered.data,
         };
         if data.trim() == "[DONE]" {
-            self.finish(None);
-            return None;
+            return self.end(Ending::Done).map(Err);
         }
         if let Some(refusal) = self.error_in(gathered.event.as_deref(), &data) {
             return Some(Err(refusal));
@@ -437,63 +435,6 @@ impl AnswerStream {
             data,
             id: gathered.id,
         }))
-    }
-
-    /// The refusal an error inside the stream makes: an event named
-    /// `error`, or a payload that is a JSON object with an `error` member.
-    fn error_in(&mut self, event: Option<&str>, payload: &str) -> Option<Refusal> {
-        let codes = stream_error(payload);
-        if event != Some("error") && codes.is_none() {
-            return None;
-        }
-        let empty = Concealer::new([]);
-        let concealer = match &self.source {
-            Source::Wire(wire) => &wire.concealer,
-            Source::Chunks(_) => &empty,
-        };
-        let bounded = |value: Option<String>| {
-            value
-                .map(|value| engine_code(&value, concealer))
-                .filter(|value| !value.is_empty())
-        };
-        let (kind, code) = codes.unwrap_or_default();
-        let error = StreamError {
-            kind: bounded(kind),
-            code: bounded(code),
-            words: engine_words(payload, concealer),
-        };
-        let site = self.ending.as_ref().map(|ending| &ending.site);
-        let refusal = in_stream_error(site, self.answered(), &error);
-        let refusal = self.with_attempts(refusal);
-        self.finish(Some(&refusal));
-        Some(refusal)
-    }
-
-    /// How far the stream got, for a refusal.
-    fn answered(&self) -> Answered {
-        Answered {
-            status: self.status,
-            bytes: self.bytes,
-            events: self.events,
-        }
-    }
-
-    fn with_attempts(&self, refusal: Refusal) -> Refusal {
-        match &self.ending {
-            Some(ending) => refusal.with_attempts(ending.attempts),
-            None => refusal,
-        }
-    }
-
-    /// The refusal of a failure after the head, and the stream finished.
-    fn refuse_failure(&mut self, failure: Failure) -> Refusal {
-        let refusal = match self.ending.as_ref() {
-            Some(ending) => refusal_after_head(&ending.site, &failure, self.answered()),
-            None => scripted_refusal(),
-        };
-        let refusal = self.with_attempts(refusal);
-        self.finish(Some(&refusal));
-        refusal
     }
 
     /// Polls for the next text a reader of chunks takes.
@@ -509,6 +450,9 @@ impl AnswerStream {
                 return Poll::Ready(None);
             }
             if self.ended {
+                // Raw text has no `[DONE]` to look for: the end of the
+                // body is the end.
+                self.how = Some(Ending::Body);
                 self.finish(None);
                 return Poll::Ready(None);
             }
@@ -523,159 +467,14 @@ impl AnswerStream {
             }
         }
     }
-
-    /// Polls the body for its next piece, under the three timers.
-    fn poll_more(&mut self, cx: &mut Context<'_>) -> Poll<More> {
-        if self.done {
-            return Poll::Ready(More::End);
-        }
-        let wire = match &mut self.source {
-            Source::Chunks(chunks) => {
-                return Poll::Ready(match chunks.pop_front() {
-                    Some(chunk) => {
-                        self.bytes = self
-                            .bytes
-                            .saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
-                        self.text.push_str(&chunk);
-                        More::Text
-                    }
-                    None => More::End,
-                });
-            }
-            Source::Wire(wire) => wire,
-        };
-        let (limit, timer) = match wire.last_byte {
-            None => (
-                wire.timers.first_byte,
-                Timer::FirstByte {
-                    ms: wire.timers.first_byte_ms,
-                },
-            ),
-            Some(last) => (
-                crate::clock::later(last, wire.timers.idle),
-                Timer::Idle {
-                    ms: u64::try_from(wire.timers.idle.as_millis()).unwrap_or(u64::MAX),
-                },
-            ),
-        };
-        let (limit, timer) = if wire.timers.end < limit {
-            (
-                wire.timers.end,
-                Timer::Whole {
-                    ms: wire.timers.end_ms,
-                },
-            )
-        } else {
-            (limit, timer)
-        };
-        if wire.armed != Some(limit) {
-            wire.sleep.as_mut().reset(limit);
-            wire.armed = Some(limit);
-        }
-        let body = wire
-            .body
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match body.as_mut().poll_next(cx) {
-            Poll::Ready(Some(Ok(piece))) => {
-                let now = Instant::now();
-                if wire.last_byte.is_none()
-                    && let Some(ending) = &self.ending
-                {
-                    let after = now.saturating_duration_since(ending.started);
-                    ending.transport.first_byte_after(after);
-                    ending.span.record(
-                        "first_byte_ms",
-                        u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
-                    );
-                }
-                wire.last_byte = Some(now);
-                let length = u64::try_from(piece.len()).unwrap_or(u64::MAX);
-                self.bytes = self.bytes.saturating_add(length);
-                if let Some(ending) = &self.ending {
-                    ending.transport.received(piece.len());
-                }
-                if piece.len() > self.cap {
-                    let cap = self.cap_u64();
-                    return Poll::Ready(More::Refused(
-                        self.refusal_of(Failure::PieceTooLarge { what: "piece", cap }),
-                    ));
-                }
-                let Source::Wire(wire) = &mut self.source else {
-                    return Poll::Ready(More::End);
-                };
-                let text = &mut self.text;
-                let concealing = &mut wire.concealing;
-                let decoded = wire
-                    .characters
-                    .push(&piece, |part| concealing.push(part, text));
-                Poll::Ready(match decoded {
-                    Ok(()) => More::Text,
-                    Err(_) => More::Refused(self.refusal_of(Failure::AnswerNotUtf8)),
-                })
-            }
-            Poll::Ready(Some(Err(failure))) => Poll::Ready(More::Refused(self.refusal_of(failure))),
-            Poll::Ready(None) => {
-                if wire.characters.finish().is_err() {
-                    return Poll::Ready(More::Refused(self.refusal_of(Failure::AnswerNotUtf8)));
-                }
-                wire.concealing.finish(&mut self.text);
-                Poll::Ready(More::End)
-            }
-            Poll::Pending => match wire.sleep.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    let site = self.ending.as_ref().map(|ending| &ending.site);
-                    let refusal = timed_out(site, timer, self.answered());
-                    Poll::Ready(More::Refused(self.with_attempts(refusal)))
-                }
-                Poll::Pending => Poll::Pending,
-            },
-        }
-    }
-
-    /// The refusal of a failure after the head, not yet finished.
-    fn refusal_of(&self, failure: Failure) -> Refusal {
-        let refusal = match self.ending.as_ref() {
-            Some(ending) => refusal_after_head(&ending.site, &failure, self.answered()),
-            None => scripted_refusal(),
-        };
-        self.with_attempts(refusal)
-    }
-
-    /// Nothing more is yielded; the send is metered and traced once: an
-    /// answer, or the refusal it ended in.
-    fn finish(&mut self, refusal: Option<&Refusal>) {
-        self.done = true;
-        self.text = String::new();
-        self.taken = 0;
-        if let Some(ending) = self.ending.take() {
-            ending.record(
-                refusal,
-                self.status,
-                self.request_id.as_deref(),
-                self.bytes,
-                self.events,
-            );
-        }
-    }
-}
-
-/// A failure in a fake's stream, which names no engine.
-fn scripted_refusal() -> Refusal {
-    Refusal::new(
-        crate::refusal::Cause::EngineUnreachable,
-        "the scripted stream holds a piece, event or line over the cap",
-        "a scripted stream refused; the engine's address is read from CHANT_BEHAVIOUR_ENGINE by default",
-        None,
-    )
 }
 
 /// A stream its reader drops before the end counts as an answer: the
 /// engine answered, and the reader chose to stop.
 impl Drop for AnswerStream {
     fn drop(&mut self) {
-        if let Some(ending) = self.ending.take() {
-            ending.record(
+        if let Some(sent) = self.sent.take() {
+            sent.record(
                 None,
                 self.status,
                 self.request_id.as_deref(),

@@ -20,14 +20,18 @@ pub(crate) struct Lines {
 
 impl Lines {
     /// The next complete line at `text[*at..]`, without its end, moving
-    /// `at` past it; `None` when no line end has arrived yet.
-    pub(crate) fn next<'t>(&mut self, text: &'t str, at: &mut usize) -> Option<&'t str> {
+    /// `at` past it, and how many bytes it took with its end; `None` when
+    /// no line end has arrived yet. (The LF of a CRLF that pieces cut
+    /// between its two bytes is skipped, not counted: the CR ended the
+    /// line.)
+    pub(crate) fn next<'t>(&mut self, text: &'t str, at: &mut usize) -> Option<(&'t str, usize)> {
         if self.skip_lf && text.as_bytes().get(*at) == Some(&b'\n') {
             *at += 1;
         }
         if *at < text.len() {
             self.skip_lf = false;
         }
+        let start = *at;
         let rest = &text[*at..];
         let end = memchr::memchr2(b'\n', b'\r', rest.as_bytes())?;
         let line = &rest[..end];
@@ -40,7 +44,7 @@ impl Lines {
                 self.skip_lf = false;
             }
         }
-        Some(line)
+        Some((line, *at - start))
     }
 }
 
@@ -65,7 +69,9 @@ impl Gathered {
             None => (line, ""),
         };
         match name {
-            "event" => self.event = Some(value.to_owned()),
+            // An empty type is the default one, `message`, as the standard
+            // says: none, as for an event that named no type.
+            "event" => self.event = (!value.is_empty()).then(|| value.to_owned()),
             "data" => {
                 if self.has_data {
                     self.data.push('\n');
@@ -77,6 +83,15 @@ impl Gathered {
             "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
             _ => {}
         }
+    }
+
+    /// How many bytes the event holds so far, for the cap.
+    pub(crate) fn size(&self) -> usize {
+        let field = |value: &Option<String>| value.as_ref().map_or(0, String::len);
+        self.data
+            .len()
+            .saturating_add(field(&self.event))
+            .saturating_add(field(&self.id))
     }
 
     /// The event a blank line dispatches, if any data came; the parser is
@@ -98,7 +113,7 @@ mod tests {
         let mut out = Vec::new();
         for piece in pieces {
             text.push_str(piece);
-            while let Some(line) = lines.next(&text, &mut at) {
+            while let Some((line, _)) = lines.next(&text, &mut at) {
                 out.push(line.to_owned());
             }
         }
@@ -137,5 +152,29 @@ mod tests {
         assert!(event.dispatch().is_none());
         event.field("data");
         assert_eq!(event.dispatch().map(|e| e.data), Some(String::new()));
+    }
+
+    #[test]
+    fn an_empty_event_field_is_the_default_type_and_every_field_counts_toward_the_cap() {
+        let mut event = Gathered::default();
+        for line in ["event: delta", "event:", "id: 12", "data: abc"] {
+            event.field(line);
+        }
+        assert_eq!(event.size(), 2 + 3);
+        let dispatched = event.dispatch().expect("data came");
+        assert_eq!(dispatched.event, None, "message");
+        event.field("event: x");
+        assert_eq!(event.size(), 1);
+    }
+
+    #[test]
+    fn a_line_says_how_many_bytes_it_took() {
+        let mut lines = Lines::default();
+        let text = "ab\r\ncd\nef\r";
+        let mut at = 0;
+        assert_eq!(lines.next(text, &mut at), Some(("ab", 4)));
+        assert_eq!(lines.next(text, &mut at), Some(("cd", 3)));
+        assert_eq!(lines.next(text, &mut at), Some(("ef", 3)));
+        assert_eq!(lines.next(text, &mut at), None);
     }
 }

@@ -1,6 +1,6 @@
 //! What a stream reports to, and when: its three timers, the transport it
 //! came from (as [`Upstream`], so that the stream needs nothing of the
-//! transport's own), and the [`Ending`] that meters and traces it once.
+//! transport's own), and the [`Sent`] that meters and traces it once.
 
 use std::time::Duration;
 
@@ -47,16 +47,21 @@ pub(crate) trait Upstream: Send + Sync {
     );
 }
 
-/// How a stream from a transport is metered and traced when it ends.
-pub(crate) struct Ending {
+/// The send a stream came from: how it is metered and traced when it
+/// ends, and what a refusal that ends it carries, as any refusal of a send
+/// does (the attempts, what each came to, the idempotency key).
+pub(crate) struct Sent {
     pub(crate) transport: Box<dyn Upstream>,
     pub(crate) site: Site,
     pub(crate) span: tracing::Span,
     pub(crate) started: Instant,
     pub(crate) attempts: u32,
+    /// What each attempt before the one that opened the stream came to.
+    pub(crate) history: Vec<String>,
+    pub(crate) key: Option<String>,
 }
 
-impl Ending {
+impl Sent {
     pub(super) fn record(
         self,
         refusal: Option<&Refusal>,

@@ -133,6 +133,7 @@ impl HttpTransport {
                 idle: request.get_idle_timeout(),
                 stream: request.get_stream_deadline(),
             },
+            expect_done: request.get_expect_done(),
         })
     }
 }
@@ -201,6 +202,15 @@ impl Call {
     /// transport's.
     pub fn stream_deadline(mut self, deadline: Duration) -> Self {
         self.request = self.request.stream_deadline(deadline);
+        self
+    }
+
+    /// The engine must end this call's stream with `[DONE]`, as
+    /// [`Request::expect_done`] says: a stream whose body ends without it
+    /// is refused as `engine-unreachable`, metered as a refusal, and never
+    /// sent again.
+    pub fn expect_done(mut self) -> Self {
+        self.request = self.request.expect_done();
         self
     }
 

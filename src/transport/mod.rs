@@ -147,19 +147,29 @@ pub trait Transport: Send + Sync {
 
     /// Sends `request` and reads the answer as a stream, piece by piece.
     /// The default executes the request and yields the whole answer as one
-    /// chunk (its events and lines read from it like any others), so a
-    /// fake need only write [`send`](Transport::send) or
-    /// [`execute`](Transport::execute).
+    /// chunk (its events and lines read from it like any others, and
+    /// [`Request::expect_done`] honoured), with the answer's request id and
+    /// `content-type`, so a fake need only write [`send`](Transport::send)
+    /// or [`execute`](Transport::execute).
     fn stream(
         &self,
         request: Request,
     ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+        let expect_done = request.get_expect_done();
         let executed = self.execute(request);
         Box::pin(async move {
             let answer = executed.await?;
             let request_id = answer.request_id().map(str::to_owned);
-            let status = answer.status();
-            Ok(AnswerStream::from_chunks(status, [answer.into_text()]).with_request_id(request_id))
+            let content_type = answer.header("content-type").map(str::to_owned);
+            let mut stream = AnswerStream::from_chunks(answer.status(), [answer.into_text()])
+                .expecting_done(expect_done);
+            if let Some(id) = request_id {
+                stream = stream.with_request_id(id);
+            }
+            if let Some(content_type) = content_type {
+                stream = stream.with_content_type(content_type);
+            }
+            Ok(stream)
         })
     }
 

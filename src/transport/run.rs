@@ -27,7 +27,7 @@ use crate::refusal::failure::{Failure, classify, refusal_for_failure};
 use crate::refusal::site::Site;
 use crate::refusal::{before_send, held, history};
 use crate::retry::{self, Retry};
-use crate::stream::{AnswerStream, Ending, Timers};
+use crate::stream::{AnswerStream, Sent, Timers, error_in_answer};
 use crate::token::file::TokenFile;
 
 /// What one send carries besides its body: the call's own headers, its
@@ -39,6 +39,8 @@ pub(crate) struct Options {
     pub(crate) key: Option<IdempotencyKey>,
     /// A stream's own timers, in place of the transport's.
     pub(crate) timers: StreamTimers,
+    /// A stream that ends without `[DONE]` is refused.
+    pub(crate) expect_done: bool,
 }
 
 /// The idle timer and the stream deadline a call sets, if any.
@@ -114,8 +116,17 @@ impl HttpTransport {
             Ok(Got {
                 got: received,
                 attempts,
+                history,
+                key,
                 ..
             }) => {
+                let error = self.inner.target.as_ref().ok().and_then(|target| {
+                    error_in_answer(&received, &target.site, attempts, history, key.as_deref())
+                });
+                if let Some(refusal) = error {
+                    self.refused(&span, &refusal, Reach::Wire, elapsed);
+                    return Err(refusal);
+                }
                 let answer = Answer::received(
                     received.status,
                     received.text,
@@ -153,6 +164,7 @@ impl HttpTransport {
         let started = Instant::now();
         let span = self.span();
         let timers = options.timers;
+        let expect_done = options.expect_done;
         let (outcome, reach) = self
             .attempts(post, &Head, body, options, started, &span)
             .instrument(span.clone())
@@ -171,14 +183,16 @@ impl HttpTransport {
                     end: later(started, timers.stream.unwrap_or(self.inner.stream_deadline)),
                     end_ms: millis(timers.stream.unwrap_or(self.inner.stream_deadline)),
                 };
-                let ending = Ending {
+                let sent = Sent {
                     transport: Box::new(self.clone()),
                     site,
                     span,
                     started,
                     attempts: got.attempts,
+                    history: got.history,
+                    key: got.key,
                 };
-                Ok(AnswerStream::opened(got.got, timers, ending))
+                Ok(AnswerStream::opened(got.got, timers, sent).expecting_done(expect_done))
             }
             Err(refusal) => {
                 self.refused(&span, &refusal, reach, started.elapsed());
@@ -367,6 +381,8 @@ impl HttpTransport {
                         got,
                         attempts: attempt,
                         deadline,
+                        history,
+                        key: key_text.map(str::to_owned),
                     };
                     return (Ok(got), Reach::Wire);
                 }
@@ -473,11 +489,14 @@ impl HttpTransport {
 }
 
 /// What a send got: what its last attempt read, how many attempts it
-/// made, and its deadline.
+/// made, its deadline, what each attempt before the last came to, and the
+/// idempotency key they carried.
 pub(crate) struct Got<T> {
     got: T,
     attempts: u32,
     deadline: Deadline,
+    history: Vec<String>,
+    key: Option<String>,
 }
 
 /// How far an attempt reads a reply whose head said `2xx`: the whole

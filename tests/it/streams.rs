@@ -636,3 +636,5 @@ async fn a_refused_head_comes_before_any_piece() {
     assert_eq!(refusal.cause(), Cause::EngineOutOfCredit);
     assert_eq!(refusal.status(), Some(402));
 }
+
+mod endings;

@@ -920,7 +920,53 @@ async fn stream_json_prints_one_object_per_event_then_the_end() {
     assert_eq!(lines[2]["end"]["events"], 2);
     assert!(lines[2]["end"]["bytes"].as_u64().is_some_and(|b| b > 0));
     assert!(lines[2]["end"]["firstByteMs"].is_number());
+    assert_eq!(lines[2]["end"]["ended"], "body");
+    assert!(lines[2]["end"].get("unfinishedBytes").is_none());
     assert!(!run.all().contains(TOKEN));
+}
+
+/// The stream's end record of the probe run against `body`, with `args`
+/// after `--stream --json`: the exit status and the last line.
+async fn stream_end(body: &str, args: &[&str]) -> (i32, Value) {
+    let server =
+        engine(ResponseTemplate::new(200).set_body_raw(body.to_owned(), "text/event-stream")).await;
+    let mut all = vec!["--stream", "--json"];
+    all.extend_from_slice(args);
+    let run = probe_at(&server, &all).await;
+    let last = run.stdout.lines().last().unwrap_or_default();
+    let last = serde_json::from_str(last).unwrap_or_else(|error| panic!("{error}: {}", run.all()));
+    (run.status, last)
+}
+
+#[tokio::test]
+async fn stream_json_says_how_the_stream_ended_and_expect_done_asks_for_done() {
+    let (status, end) = stream_end("data: a\n\ndata: [DONE]\n\n", &[]).await;
+    assert_eq!(status, 0);
+    assert_eq!(end["end"]["ended"], "done", "{end}");
+    assert_eq!(end["end"]["events"], 1, "{end}");
+
+    let (status, end) = stream_end("data: a\n\ndata: tw", &[]).await;
+    assert_eq!(status, 0);
+    assert_eq!(end["end"]["ended"], "unfinished", "{end}");
+    assert_eq!(end["end"]["unfinishedBytes"], 8, "{end}");
+
+    let (status, end) = stream_end("data: a\n\ndata: [DONE]\n\n", &["--expect-done"]).await;
+    assert_eq!(status, 0);
+    assert_eq!(end["end"]["ended"], "done", "{end}");
+
+    let (status, end) = stream_end("data: a\n\n", &["--expect-done"]).await;
+    assert_eq!(status, 4, "{end}");
+    assert_eq!(end["refusal"]["cause"], "engine-unreachable", "{end}");
+    let reason = end["refusal"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("ended without [DONE] after 1 event"),
+        "{end}"
+    );
+
+    // Without --stream it is a bad command line.
+    let server = engine(json_response(200, "{}")).await;
+    let run = probe_at(&server, &["--expect-done"]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
 }
 
 #[tokio::test]

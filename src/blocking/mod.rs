@@ -8,9 +8,15 @@
 //! clone, and runs each send there while the calling thread waits, parked.
 //! It never enters the caller's runtime and never starts one on the
 //! caller's thread, so it cannot panic the way `Runtime::block_on` does
-//! inside a runtime; called from a thread of an async runtime anyway (a
-//! task, or its blocking pool), it refuses, saying to use the async
-//! transport there, because waiting would stall that runtime.
+//! inside a runtime. Called from a thread that is driving an async runtime
+//! (inside a task, or a `block_on`), it refuses, saying to use the async
+//! transport there, because waiting would stall that runtime; a thread of
+//! tokio's blocking pool (`spawn_blocking`) is where blocking belongs, and
+//! it sends from there.
+//!
+//! An answer read as a stream is an iterator of its events, lines or
+//! chunks ([`AnswerStream`]), each piece read on the background runtime
+//! while the caller waits.
 //!
 //! ```no_run
 //! use meterwire::blocking::HttpTransport;
@@ -29,8 +35,11 @@
 // `Refusal`, large as what it says.
 #![allow(clippy::result_large_err)]
 
+mod stream;
+
 use std::fmt;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -49,6 +58,7 @@ use crate::refusal::failure::Failure;
 use crate::request::Request;
 use crate::retry::RetryPolicy;
 use crate::transport::BuildError;
+pub use stream::AnswerStream;
 
 /// The blocking transport: the async one, and a runtime of its own to run
 /// it on. `Clone` is cheap; every clone shares one pool, one meter, one
@@ -129,6 +139,12 @@ impl HttpTransportBuilder {
         address(address: impl Into<String>);
         /// The bearer token, given in code.
         token(token: SecretString);
+        /// The bearer token is in the file at `path`, read again as it
+        /// rotates.
+        token_file(path: impl Into<PathBuf>);
+        /// How often a token file is read again, at most; a minute when not
+        /// set.
+        token_file_interval(interval: Duration);
         /// A non-secret header on every request.
         header(name: impl Into<String>, value: impl Into<String>);
         /// Retries that cannot double a bill; none when not set.
@@ -139,12 +155,29 @@ impl HttpTransportBuilder {
         max_hold(ceiling: Duration);
         /// Refuses sends for `duration` after a `402`, `401` or `403`.
         latch(duration: Duration);
+        /// Keeps the engine's hold in the Redis at `url` as well, shared by
+        /// every process that names it (cargo feature `redis`).
+        #[cfg(feature = "redis")]
+        shared_hold(url: impl Into<String>);
+        /// The Redis key of the shared hold.
+        #[cfg(feature = "redis")]
+        shared_hold_key(key: impl Into<String>);
+        /// The longest a send waits on the shared hold's Redis; 50 ms when
+        /// not set.
+        #[cfg(feature = "redis")]
+        shared_hold_wait(wait: Duration);
         /// The naming of the chains.
         naming(naming: Naming);
         /// The environment snapshot the chains are read from.
         env(env: Env);
         /// The deadline of one send; 30 000 ms when not set.
         deadline(deadline: Duration);
+        /// For an answer read as a stream: the longest gap between bytes
+        /// after the first; 30 s when not set.
+        idle_timeout(idle: Duration);
+        /// For an answer read as a stream: the deadline of the whole
+        /// stream; 10 minutes when not set.
+        stream_deadline(deadline: Duration);
         /// The largest answer accepted, in bytes; 32 MiB when not set.
         max_answer_bytes(cap: u64);
         /// Trusts one more certificate authority (PEM).
@@ -213,17 +246,66 @@ impl HttpTransport {
         self.inner.refusal()
     }
 
+    /// Sends `body`, byte for byte, and reads the answer as a stream: its
+    /// events, lines or chunks as they arrive, each as the async
+    /// [`AnswerStream`](crate::AnswerStream) yields it. Retries apply only
+    /// until a `2xx` head arrives; from then on the request is never sent
+    /// again.
+    ///
+    /// ```no_run
+    /// # fn run(transport: meterwire::blocking::HttpTransport) -> Result<(), meterwire::Refusal> {
+    /// let mut stream = transport.stream(r#"{"prompt": "the cat sat on the", "stream": true}"#)?;
+    /// for event in stream.events() {
+    ///     print!("{}", event?.data());
+    /// }
+    /// println!("\n{:?}", stream.ending());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stream(&self, body: impl Into<Bytes>) -> Result<AnswerStream, Refusal> {
+        self.open(Request::new(body))
+    }
+
+    /// Serializes `value` with `serde_json` and reads the answer as a
+    /// stream, as [`stream`](Self::stream).
+    pub fn stream_json<T: Serialize + ?Sized>(&self, value: &T) -> Result<AnswerStream, Refusal> {
+        self.open(Request::json(value))
+    }
+
     /// Sends `request` on the background runtime and waits, parked.
     fn execute(&self, request: Request) -> Result<Answer, Refusal> {
-        if tokio::runtime::Handle::try_current().is_ok() {
+        self.on_background(|transport| async move {
+            crate::Transport::execute(&transport, request).await
+        })
+    }
+
+    /// Opens `request`'s stream on the background runtime and waits for
+    /// its head, parked.
+    fn open(&self, request: Request) -> Result<AnswerStream, Refusal> {
+        let stream = self.on_background(|transport| async move {
+            crate::Transport::stream(&transport, request).await
+        })?;
+        Ok(AnswerStream::new(stream, Arc::clone(&self.runtime)))
+    }
+
+    /// Runs what `start` starts on the background runtime, and waits for
+    /// it here; refused, with nothing sent, on a thread that is driving an
+    /// async runtime.
+    fn on_background<T, F>(
+        &self,
+        start: impl FnOnce(crate::HttpTransport) -> F,
+    ) -> Result<T, Refusal>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, Refusal>> + Send + 'static,
+    {
+        if driving_a_runtime() {
             return Err(self.inner.refuse_unsent(Failure::BlockingInRuntime));
         }
         let Some(runtime) = self.runtime.0.as_ref() else {
             return Err(self.inner.refuse_unsent(Failure::Other));
         };
-        let transport = self.inner.clone();
-        let sending =
-            runtime.spawn(async move { crate::Transport::execute(&transport, request).await });
+        let sending = runtime.spawn(start(self.inner.clone()));
         match wait(sending) {
             Ok(outcome) => outcome,
             // Only a panic inside the send ends its task without an
@@ -231,6 +313,37 @@ impl HttpTransport {
             Err(_) => Err(self.inner.refuse_unsent(Failure::Other)),
         }
     }
+}
+
+/// Whether this thread is driving an async runtime: polling one of its
+/// tasks, or the future of a `block_on`, where waiting here would stall
+/// every task that runtime has (a current-thread one wholly). A thread of
+/// the blocking pool (`spawn_blocking`), or one that only entered a
+/// runtime's context, drives none, and may wait.
+///
+/// Tokio has no public question for this (`Handle::try_current` answers
+/// yes on a blocking-pool thread too, and the runtime's flavour is the
+/// same on both). What tells them apart is the cooperative budget: tokio
+/// gives one to every poll of a task or a `block_on`, and none on a
+/// blocking-pool thread or outside a poll, where the budget never runs
+/// out. So the budget is spent here, at most its largest size (a `u8`):
+/// if it runs out, a runtime is polling this thread. The refusal that
+/// follows ends the poll's work anyway, so what the poll loses is one
+/// yield at its next await. A future wrapped in `unconstrained` is
+/// polled without a budget, and is not told apart: it stalls its worker,
+/// but the send runs on the transport's own runtime, so it still ends.
+fn driving_a_runtime() -> bool {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return false;
+    }
+    let mut context = Context::from_waker(Waker::noop());
+    for _ in 0..=u8::MAX {
+        match tokio::task::coop::poll_proceed(&mut context) {
+            Poll::Ready(spent) => spent.made_progress(),
+            Poll::Pending => return true,
+        }
+    }
+    false
 }
 
 impl Call {
@@ -258,9 +371,36 @@ impl Call {
         self
     }
 
+    /// For an answer read as a stream: the longest gap between bytes after
+    /// the first, in place of the transport's idle timer.
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.request = self.request.idle_timeout(idle);
+        self
+    }
+
+    /// For an answer read as a stream: the deadline of the whole stream,
+    /// in place of the transport's.
+    pub fn stream_deadline(mut self, deadline: Duration) -> Self {
+        self.request = self.request.stream_deadline(deadline);
+        self
+    }
+
+    /// The engine must end this call's stream with `[DONE]`, as
+    /// [`Request::expect_done`] says.
+    pub fn expect_done(mut self) -> Self {
+        self.request = self.request.expect_done();
+        self
+    }
+
     /// Sends the call and waits for the engine's answer or a refusal.
     pub fn send(self) -> Result<Answer, Refusal> {
         self.transport.execute(self.request)
+    }
+
+    /// Sends the call and reads the answer as a stream, as
+    /// [`HttpTransport::stream`].
+    pub fn stream(self) -> Result<AnswerStream, Refusal> {
+        self.transport.open(self.request)
     }
 }
 

@@ -1,0 +1,163 @@
+//! A streamed answer for a program with no async runtime: each piece is
+//! read on the transport's background runtime while the caller waits,
+//! parked, as a send is.
+//!
+//! The async stream moves to the runtime for each read and comes back with
+//! its item, so its body, its timers and its concealer are only ever
+//! driven there; nothing is read ahead (the caller pulls, as from the
+//! async stream).
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{Background, wait};
+use crate::refusal::Refusal;
+use crate::stream::{Ending, Event};
+
+/// An answer read as it arrives, from
+/// [`blocking::HttpTransport::stream`](super::HttpTransport::stream): the
+/// async [`AnswerStream`](crate::AnswerStream)'s readers, each waiting
+/// for its item, and an iterator over each
+/// ([`events`](Self::events), [`lines`](Self::lines),
+/// [`chunks`](Self::chunks); the stream itself iterates its chunks).
+///
+/// Read it on a thread that is not driving an async runtime, as every
+/// blocking call is made. After a refusal or the end, nothing more.
+pub struct AnswerStream {
+    /// `None` while a read is on the runtime, and for good if that read
+    /// panicked (the stream then ends, with no ending).
+    stream: Option<crate::AnswerStream>,
+    status: u16,
+    request_id: Option<String>,
+    content_type: Option<String>,
+    runtime: Arc<Background>,
+}
+
+/// Which reader a read uses.
+#[derive(Clone, Copy)]
+enum Reader {
+    Events,
+    Lines,
+    Chunks,
+}
+
+/// What one read yields.
+enum Item {
+    Event(Option<Result<Event, Refusal>>),
+    Text(Option<Result<String, Refusal>>),
+}
+
+impl fmt::Debug for AnswerStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("blocking::AnswerStream")
+            .field(&self.stream)
+            .finish()
+    }
+}
+
+impl AnswerStream {
+    pub(super) fn new(stream: crate::AnswerStream, runtime: Arc<Background>) -> AnswerStream {
+        AnswerStream {
+            status: stream.status(),
+            request_id: stream.request_id().map(str::to_owned),
+            content_type: stream.content_type().map(str::to_owned),
+            stream: Some(stream),
+            runtime,
+        }
+    }
+
+    /// The HTTP status the engine answered, a `2xx`.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The engine's id for the request, concealed and bounded, when it sent
+    /// one.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
+    }
+
+    /// The answer's `content-type`, concealed, when it sent one.
+    pub fn content_type(&self) -> Option<&str> {
+        self.content_type.as_deref()
+    }
+
+    /// How the stream ended, once it ended cleanly, as
+    /// [`AnswerStream::ending`](crate::AnswerStream::ending) says.
+    pub fn ending(&self) -> Option<Ending> {
+        self.stream.as_ref().and_then(crate::AnswerStream::ending)
+    }
+
+    /// The next server-sent event, as
+    /// [`AnswerStream::next_event`](crate::AnswerStream::next_event).
+    pub fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
+        match self.read(Reader::Events)? {
+            Item::Event(event) => event,
+            Item::Text(_) => None,
+        }
+    }
+
+    /// The next NDJSON line, as
+    /// [`AnswerStream::next_line`](crate::AnswerStream::next_line).
+    pub fn next_line(&mut self) -> Option<Result<String, Refusal>> {
+        match self.read(Reader::Lines)? {
+            Item::Text(line) => line,
+            Item::Event(_) => None,
+        }
+    }
+
+    /// The next text that arrived, as
+    /// [`AnswerStream::next_chunk`](crate::AnswerStream::next_chunk):
+    /// raw text, with the byte-level concealment only.
+    pub fn next_chunk(&mut self) -> Option<Result<String, Refusal>> {
+        match self.read(Reader::Chunks)? {
+            Item::Text(chunk) => chunk,
+            Item::Event(_) => None,
+        }
+    }
+
+    /// Every event to the end, or to the refusal, which is the last item.
+    pub fn events(&mut self) -> impl Iterator<Item = Result<Event, Refusal>> + '_ {
+        std::iter::from_fn(|| self.next_event())
+    }
+
+    /// Every NDJSON line to the end, or to the refusal.
+    pub fn lines(&mut self) -> impl Iterator<Item = Result<String, Refusal>> + '_ {
+        std::iter::from_fn(|| self.next_line())
+    }
+
+    /// Every chunk of text to the end, or to the refusal.
+    pub fn chunks(&mut self) -> impl Iterator<Item = Result<String, Refusal>> + '_ {
+        std::iter::from_fn(|| self.next_chunk())
+    }
+
+    /// One read on the background runtime, the stream going there and
+    /// back; `None` once the stream is gone.
+    fn read(&mut self, reader: Reader) -> Option<Item> {
+        let mut stream = self.stream.take()?;
+        let runtime = self.runtime.0.as_ref()?;
+        let reading = runtime.spawn(async move {
+            let item = match reader {
+                Reader::Events => Item::Event(stream.next_event().await),
+                Reader::Lines => Item::Text(stream.next_line().await),
+                Reader::Chunks => Item::Text(stream.next_chunk().await),
+            };
+            (stream, item)
+        });
+        // A read whose task panicked loses the stream, which was metered
+        // as it dropped; the stream ends there.
+        let (stream, item) = wait(reading).ok()?;
+        self.stream = Some(stream);
+        Some(item)
+    }
+}
+
+/// The stream's chunks, each as [`next_chunk`](AnswerStream::next_chunk)
+/// yields it.
+impl Iterator for AnswerStream {
+    type Item = Result<String, Refusal>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_chunk()
+    }
+}
