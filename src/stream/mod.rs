@@ -29,6 +29,9 @@
 //!
 //! The caller pulls: nothing is read ahead into a buffer that can grow.
 
+mod channel;
+mod channels;
+mod json_spans;
 mod sse;
 mod upstream;
 
@@ -98,6 +101,8 @@ pub struct AnswerStream {
     /// How the stream is metered and traced when it ends; `None` for a
     /// fake's, or once it has been.
     ending: Option<Ending>,
+    /// What the parsed readers join, concealed as joined.
+    joining: channels::Joining,
 }
 
 /// Where the text comes from.
@@ -225,6 +230,7 @@ impl AnswerStream {
             events: None,
             cap,
             ending,
+            joining: channels::Joining::default(),
         }
     }
 
@@ -285,6 +291,11 @@ impl AnswerStream {
     /// event whose data is `[DONE]`, which ends the stream cleanly and is
     /// not yielded.
     pub async fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
+        self.joined_event().await
+    }
+
+    /// The next event as the parser dispatches it, before its channels.
+    async fn read_event(&mut self) -> Option<Result<Event, Refusal>> {
         self.events.get_or_insert(0);
         if self.done {
             return None;
@@ -321,6 +332,11 @@ impl AnswerStream {
     /// end. A line that is a JSON object with a top-level `error` member
     /// ends the stream with a refusal, as an SSE error does.
     pub async fn next_line(&mut self) -> Option<Result<String, Refusal>> {
+        self.joined_line().await
+    }
+
+    /// The next line as it was read, before its channels.
+    async fn read_line(&mut self) -> Option<Result<String, Refusal>> {
         if self.done {
             return None;
         }
