@@ -267,3 +267,67 @@ fn a_channel_that_keeps_more_than_its_bound_is_refused() {
     }
     assert!(matches!(refused, Some(Exceeded::Channel(_))), "{refused:?}");
 }
+
+/// English text as a model streams it, a word or half a long one per
+/// chunk (the bench's chat stream, `benches/stream.rs`).
+const PROSE: &str = "Sure! Here is a short overview of how streaming works in practice. \
+    When a client sends a request with stream set to true, the server starts generating tokens \
+    and sends each one as soon as it is ready, so the user sees the answer appear word by word. \
+    Each chunk carries a small delta: usually a single token, sometimes a piece of punctuation, \
+    and the client joins them in order. The final chunk has an empty delta and a finish reason, \
+    which tells the client that the model stopped because it reached a natural end, hit the \
+    length limit, or decided to call a tool. In 2024 most providers followed the same format, \
+    with small differences in field names; libraries hide them behind one interface. If you \
+    need the full text, keep appending each delta to a buffer; if you render it live, flush \
+    the buffer to the screen every few milliseconds. Errors can also arrive mid-stream, so \
+    check every event before you trust it, and remember that the connection may close early.";
+
+#[test]
+fn a_token_free_chat_stream_holds_fewer_than_one_event_in_a_hundred() {
+    let mut pieces = Vec::new();
+    for word in PROSE.split_whitespace() {
+        let (head, tail) = match word.char_indices().nth(6) {
+            Some((at, _)) if word.len() > 8 => word.split_at(at),
+            _ => (word, ""),
+        };
+        pieces.push(format!(" {head}"));
+        if !tail.is_empty() {
+            pieces.push(tail.to_owned());
+        }
+    }
+    for token in [
+        TOKEN,
+        "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN",
+        "mw-test-Q7vX2kP9zR4tL8wN",
+    ] {
+        let mut joined: Joined<Event> = Joined::new(Some(&Concealer::new([token])));
+        let mut sent = Vec::new();
+        let mut out = Vec::new();
+        for i in 0..2000 {
+            let content = serde_json::to_string(&pieces[i % pieces.len()]).expect("a string");
+            let event = Event {
+                event: None,
+                data: format!(
+                    "{{\"id\":\"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT\",\"object\":\"chat.completion.chunk\",\"created\":1741569952,\"model\":\"gpt-4o-2024-08-06\",\"system_fingerprint\":\"fp_44709d6fcb\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{content}}},\"logprobs\":null,\"finish_reason\":null}}]}}"
+                ),
+                id: None,
+            };
+            sent.push(event.clone());
+            joined.push(event).expect("within bounds");
+            while let Some(Some(Ok(event))) = joined.out() {
+                out.push(event);
+            }
+        }
+        joined.take(None).expect("within bounds");
+        while let Some(Some(Ok(event))) = joined.out() {
+            out.push(event);
+        }
+        assert_eq!(out, sent, "{token}: byte for byte");
+        assert!(
+            joined.ever_held < 20,
+            "{token}: {} of 2000 held",
+            joined.ever_held
+        );
+        eprintln!("{token}: {} of 2000 events held", joined.ever_held);
+    }
+}

@@ -30,8 +30,8 @@
 //! The caller pulls: nothing is read ahead into a buffer that can grow.
 
 mod channel;
-mod channels;
-mod json_spans;
+pub(crate) mod channels;
+pub(crate) mod json_spans;
 mod sse;
 mod upstream;
 
