@@ -416,7 +416,7 @@ mod engine {
 pub fn json_strings(
     text: &str,
 ) -> Result<Vec<(std::ops::Range<usize>, String, String)>, &'static str> {
-    use crate::stream::json_spans::{NotAnObject, strings};
+    use crate::stream::channels::json_spans::{NotAnObject, strings};
     match strings(text) {
         Ok(found) => Ok(found
             .into_iter()

@@ -1,6 +1,6 @@
 //! What a reader of *joined* text needs of the concealer besides
 //! [`Concealer::conceal`]: the spans it replaces, so that a text built from
-//! many pieces (a stream's channel, `src/stream/channels.rs`) can be
+//! many pieces (a stream's channel, `src/stream/channels/`) can be
 //! rewritten piece by piece; and whether a text ends in what could still
 //! begin, or be inside, a form of a secret, so that the pieces are held
 //! only while a later one can still complete a form.

@@ -15,9 +15,8 @@
 //!   or be inside a form of a secret is held back, never on a timer, and a
 //!   complete event is released at once. What a parser joins (an event's
 //!   `data` lines) is concealed again, so a form split over two `data:`
-//!   lines is caught too. A token an engine splits across several events'
-//!   JSON payloads, each fragment shorter than any form, is out of a
-//!   byte-level concealer's reach.
+//!   lines is caught too; what a predictor joins across events' JSON is
+//!   concealed as joined by the parsed readers (`channels/`).
 //! - **The same bounds, and three timers.** The send's deadline covers
 //!   connect, the head and the first byte; an idle timer (30 s) every gap
 //!   between bytes after that (a comment counts as a byte); a stream
@@ -29,9 +28,7 @@
 //!
 //! The caller pulls: nothing is read ahead into a buffer that can grow.
 
-mod channel;
 pub(crate) mod channels;
-pub(crate) mod json_spans;
 mod sse;
 mod upstream;
 
@@ -101,7 +98,7 @@ pub struct AnswerStream {
     /// How the stream is metered and traced when it ends; `None` for a
     /// fake's, or once it has been.
     ending: Option<Ending>,
-    /// What the parsed readers join, concealed as joined.
+    /// What the parsed readers join (`channels/`).
     joining: channels::Joining,
 }
 
@@ -282,19 +279,14 @@ impl AnswerStream {
         self.content_type.as_deref()
     }
 
-    /// The next text that arrived, concealed; `None` at the end.
+    /// The next text that arrived, concealed as bytes only (`next_event`
+    /// and `next_line` also conceal what a predictor joins); `None` at the end.
     pub async fn next_chunk(&mut self) -> Option<Result<String, Refusal>> {
         poll_fn(|cx| self.poll_chunk(cx)).await
     }
 
-    /// The next server-sent event, concealed; `None` at the end, or at an
-    /// event whose data is `[DONE]`, which ends the stream cleanly and is
-    /// not yielded.
-    pub async fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
-        self.joined_event().await
-    }
-
-    /// The next event as the parser dispatches it, before its channels.
+    /// The next event as the parser dispatches it, before its channels
+    /// (`channels/`); `None` at the end, or at `[DONE]` (not yielded).
     async fn read_event(&mut self) -> Option<Result<Event, Refusal>> {
         self.events.get_or_insert(0);
         if self.done {
@@ -328,14 +320,8 @@ impl AnswerStream {
         }
     }
 
-    /// The next NDJSON line, concealed (blank lines skipped); `None` at the
-    /// end. A line that is a JSON object with a top-level `error` member
-    /// ends the stream with a refusal, as an SSE error does.
-    pub async fn next_line(&mut self) -> Option<Result<String, Refusal>> {
-        self.joined_line().await
-    }
-
-    /// The next line as it was read, before its channels.
+    /// The next NDJSON line as it was read (blank lines skipped), before
+    /// its channels; `None` at the end. An `error` member is a refusal.
     async fn read_line(&mut self) -> Option<Result<String, Refusal>> {
         if self.done {
             return None;

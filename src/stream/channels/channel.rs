@@ -1,4 +1,4 @@
-//! One channel of a stream (`channels.rs`): its text, the released context
+//! One channel of a stream (`mod.rs`): its text, the released context
 //! kept before the pieces of held items, and where its end could still
 //! begin or be inside a form.
 
@@ -8,7 +8,7 @@ use std::ops::Range;
 use crate::conceal::REDACTED;
 use crate::conceal::joined::Beginnings;
 
-use super::channels::MIN_HELD;
+use super::MIN_HELD;
 
 /// One channel's text: released context, then the pieces of held items.
 #[derive(Default)]

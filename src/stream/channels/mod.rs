@@ -33,11 +33,14 @@
 //!   of channels are bounded (`DESIGN.md`, "Channels"); past a bound the
 //!   stream is refused rather than yielded unconcealed.
 
+mod channel;
+pub(crate) mod json_spans;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Range;
 
-use super::channel::{Channel, floor_boundary};
-use super::json_spans::strings;
+use self::channel::{Channel, floor_boundary};
+use self::json_spans::strings;
 use super::{AnswerStream, Event, Source, scripted_refusal};
 use crate::conceal::joined::Beginnings;
 use crate::conceal::{Concealer, REDACTED};
@@ -467,8 +470,39 @@ impl AnswerStream {
         }
     }
 
-    /// The next event, its channels concealed as joined.
-    pub(super) async fn joined_event(&mut self) -> Option<Result<Event, Refusal>> {
+    /// The next server-sent event, concealed; `None` at the end, or at an
+    /// event whose data is `[DONE]`, which ends the stream cleanly and is
+    /// not yielded.
+    ///
+    /// What a predictor joins is concealed as joined: each string of an
+    /// event's JSON data belongs to a *channel*, named by the event's type
+    /// and the string's path (an object with an integer `index` member is
+    /// named by it, as OpenAI's choices and tool calls and Anthropic's
+    /// content blocks need); data that is not a JSON object is one channel
+    /// per type. A form of a secret that a channel's strings spell across
+    /// events becomes one `[redacted]` in the first string it touched, the
+    /// others losing their part (re-escaped, still JSON); every other byte,
+    /// and each event's type and id, stay. An event is held back only
+    /// while one of its channels ends in what could still begin such a
+    /// form, until later bytes settle it or the stream ends (a refusal that
+    /// ends it comes after), never on a timer.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut stream = meterwire::AnswerStream::from_chunks(200, [
+    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\ndata: [DONE]\n\n",
+    /// ]);
+    /// let mut text = String::new();
+    /// while let Some(event) = stream.next_event().await {
+    ///     let data: serde_json::Value = serde_json::from_str(event.expect("not a refusal").data()).expect("JSON");
+    ///     text.push_str(data["choices"][0]["delta"]["content"].as_str().unwrap_or_default());
+    /// }
+    /// assert_eq!(text, "Hello");
+    /// # }
+    /// ```
+    pub async fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
         loop {
             let source = &self.source;
             let joined = self
@@ -489,8 +523,12 @@ impl AnswerStream {
         }
     }
 
-    /// The next NDJSON line, its channels concealed as joined.
-    pub(super) async fn joined_line(&mut self) -> Option<Result<String, Refusal>> {
+    /// The next NDJSON line, concealed (blank lines skipped); `None` at the
+    /// end. A line that is a JSON object with a top-level `error` member
+    /// ends the stream with a refusal, as an SSE error does. What a
+    /// predictor joins across lines is concealed as joined, as
+    /// [`next_event`](Self::next_event) says (every line is of one type).
+    pub async fn next_line(&mut self) -> Option<Result<String, Refusal>> {
         loop {
             let source = &self.source;
             let joined = self
@@ -545,5 +583,4 @@ impl AnswerStream {
 }
 
 #[cfg(test)]
-#[path = "channels_tests.rs"]
 mod tests;

@@ -1,6 +1,6 @@
 //! The string values of a JSON object, each with the bytes its literal
 //! takes in the text, its decoded value, and the path that names its
-//! channel (`channels.rs`).
+//! channel (`mod.rs`).
 //!
 //! Hand-written rather than read with serde_json, which the crate has: a
 //! channel's string is rewritten in place, so the reader must say where
