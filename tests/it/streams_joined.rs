@@ -436,3 +436,44 @@ async fn a_refusal_that_ends_a_stream_comes_after_the_events_it_held() {
     assert_eq!(refusal.cause(), meterwire::Cause::EngineUnreachable);
     assert!(event(&mut stream).await.is_none());
 }
+
+#[tokio::test]
+async fn a_stream_past_the_most_channels_is_refused_not_yielded_unconcealed() {
+    let keys: Vec<String> = (0..5000).map(|i| format!("\"k{i}\":\"v\"")).collect();
+    let engine = engine(
+        "text/event-stream",
+        vec![
+            chunk("data: {\"first\":\"fine\"}\n\n"),
+            chunk(&format!("data: {{{}}}\n\n", keys.join(","))),
+            chunk("data: {\"after\":\"never read\"}\n\n"),
+            Step::End,
+        ],
+    )
+    .await;
+    let transport = transport(&engine);
+    let mut stream = opened(&transport).await;
+    let first = event(&mut stream)
+        .await
+        .expect("an event")
+        .expect("not refused");
+    assert_eq!(first.data(), "{\"first\":\"fine\"}");
+    let refusal = match event(&mut stream).await {
+        Some(Err(refusal)) => refusal,
+        other => panic!("expected the refusal, got {other:?}"),
+    };
+    assert_eq!(refusal.cause(), meterwire::Cause::EngineUnreachable);
+    assert!(
+        refusal.reason().contains("channels"),
+        "{}",
+        refusal.reason()
+    );
+    crate::support::assert_refusal_shape(&refusal);
+    assert!(
+        event(&mut stream).await.is_none(),
+        "nothing after the refusal"
+    );
+    let refused = transport
+        .meter()
+        .refusals(meterwire::Cause::EngineUnreachable);
+    assert_eq!(refused, 1, "metered as a refusal");
+}
