@@ -331,3 +331,45 @@ fn a_token_free_chat_stream_holds_fewer_than_one_event_in_a_hundred() {
         eprintln!("{token}: {} of 2000 events held", joined.ever_held);
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+    /// Any text with the token in it, cut anywhere into lines: the joined
+    /// channel holds no form, and a marker for each, as the joined text
+    /// concealed whole does (a form's first byte may stay where an item
+    /// released it, so two forms back to back may be two markers); every
+    /// line is still JSON, as many as came.
+    #[test]
+    fn any_text_cut_into_lines_joins_to_its_concealment(
+        text in "[a-z ,.:%&\\\\]{0,40}@[a-z ,.]{0,40}(@[a-z ]{0,10})?",
+        cuts in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 0..16),
+    ) {
+        let text = text.replace('@', TOKEN);
+        let mut cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(text.len() + 1)).collect();
+        cuts.extend([0, text.len()]);
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut joined = joiner();
+        let mut out = Vec::new();
+        for window in cuts.windows(2) {
+            joined.push(line(&text[window[0]..window[1]])).expect("within bounds");
+            out.extend(drain(&mut joined));
+        }
+        joined.take(None).expect("within bounds");
+        out.extend(drain(&mut joined));
+        proptest::prop_assert_eq!(out.len(), cuts.len() - 1);
+        let content = joined_content(&out);
+        proptest::prop_assert!(!content.contains(TOKEN), "{content:?}");
+        let concealer = Concealer::new([TOKEN]);
+        let whole = concealer.conceal(&text).into_owned();
+        proptest::prop_assert_eq!(concealer.conceal(&content).into_owned(), content.clone());
+        // The token twice back to back is one marker whole, and two when
+        // the second's first byte was released between them.
+        let markers = content.matches(REDACTED).count();
+        proptest::prop_assert!(
+            markers >= whole.matches(REDACTED).count() && markers <= text.matches(TOKEN).count(),
+            "{:?} became {:?}", text, content
+        );
+    }
+}
