@@ -13,6 +13,13 @@
 //! `cargo bench --bench stream` runs criterion's group (the time to the
 //! first event), then prints, from interleaved runs of the two readers, the
 //! medians and their ratio, and the added latency per event.
+//!
+//! Then a realistic chat stream: 2,000 OpenAI chunks of English text, a
+//! word or half a word each, as a model streams them, 2 ms apart, read
+//! with every channel joined and concealed. An event the channels hold
+//! waits for the next, 2 ms later, so its latency tells it apart: the
+//! share of events held on this token-free stream, and the latency added
+//! to the others (mean and p99) against the bare reader's.
 
 use std::hint::black_box;
 use std::io::{Read, Write};
@@ -28,6 +35,10 @@ use tokio::runtime::Runtime;
 const TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
 const EVENTS: usize = 1_000;
 const PAUSE: Duration = Duration::from_micros(100);
+const CHAT_EVENTS: usize = 2_000;
+const CHAT_PAUSE: Duration = Duration::from_millis(2);
+/// A latency past this is an event held for the next (2 ms later).
+const HELD_NANOS: u64 = 1_500_000;
 /// Bounds on the server's loop.
 const MAX_CONNECTIONS: usize = 100_000;
 
@@ -69,6 +80,9 @@ fn serve(mut stream: TcpStream) {
     if stream.write_all(head.as_bytes()).is_err() {
         return;
     }
+    if request.starts_with(b"POST /v1/chat") {
+        return serve_chat(stream);
+    }
     for i in 0..=EVENTS {
         let event = if i == EVENTS {
             "data: [DONE]\n\n".to_owned()
@@ -87,6 +101,56 @@ fn serve(mut stream: TcpStream) {
     let _ = stream.write_all(b"0\r\n\r\n");
 }
 
+/// What a model streams: English text, a word (or half a long one) per
+/// chunk, with the spaces and punctuation a tokenizer keeps.
+fn chat_pieces() -> Vec<String> {
+    const TEXT: &str = "Sure! Here is a short overview of how streaming works in practice. \
+        When a client sends a request with stream set to true, the server starts generating tokens \
+        and sends each one as soon as it is ready, so the user sees the answer appear word by word. \
+        Each chunk carries a small delta: usually a single token, sometimes a piece of punctuation, \
+        and the client joins them in order. The final chunk has an empty delta and a finish reason, \
+        which tells the client that the model stopped because it reached a natural end, hit the \
+        length limit, or decided to call a tool. In 2024 most providers followed the same format, \
+        with small differences in field names; libraries hide them behind one interface. If you \
+        need the full text, keep appending each delta to a buffer; if you render it live, flush \
+        the buffer to the screen every few milliseconds. Errors can also arrive mid-stream, so \
+        check every event before you trust it, and remember that the connection may close early.";
+    let mut pieces = Vec::new();
+    for word in TEXT.split_whitespace() {
+        let (head, tail) = match word.char_indices().nth(6) {
+            Some((at, _)) if word.len() > 8 => word.split_at(at),
+            _ => (word, ""),
+        };
+        pieces.push(format!(" {head}"));
+        if !tail.is_empty() {
+            pieces.push(tail.to_owned());
+        }
+    }
+    pieces
+}
+
+/// A chat stream: `CHAT_EVENTS` stamped chunks, then `[DONE]`.
+fn serve_chat(mut stream: TcpStream) {
+    let pieces = chat_pieces();
+    for i in 0..=CHAT_EVENTS {
+        let event = if i == CHAT_EVENTS {
+            "data: [DONE]\n\n".to_owned()
+        } else {
+            let content = serde_json::to_string(&pieces[i % pieces.len()]).unwrap_or_default();
+            format!(
+                "data: {{\"id\":\"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT\",\"object\":\"chat.completion.chunk\",\"created\":1741569952,\"model\":\"gpt-4o-2024-08-06\",\"system_fingerprint\":\"fp_44709d6fcb\",\"t\":{},\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{content}}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
+                stamp()
+            )
+        };
+        let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+        if stream.write_all(chunk.as_bytes()).is_err() {
+            return;
+        }
+        std::thread::sleep(CHAT_PAUSE);
+    }
+    let _ = stream.write_all(b"0\r\n\r\n");
+}
+
 /// What one read of the stream saw.
 struct Seen {
     first: Duration,
@@ -100,10 +164,14 @@ fn stamp_of(data: &str) -> Option<u64> {
 }
 
 async fn with_transport(transport: &HttpTransport) -> Seen {
+    with_transport_of(transport, EVENTS).await
+}
+
+async fn with_transport_of(transport: &HttpTransport, events: usize) -> Seen {
     let started = Instant::now();
     let mut stream = transport.stream("{}").await.expect("a 2xx head");
     let mut first = None;
-    let mut latencies = Vec::with_capacity(EVENTS);
+    let mut latencies = Vec::with_capacity(events);
     while let Some(event) = stream.next_event().await {
         let now = stamp();
         let event = event.expect("not refused");
@@ -112,7 +180,7 @@ async fn with_transport(transport: &HttpTransport) -> Seen {
             latencies.push(now.saturating_sub(sent));
         }
     }
-    assert_eq!(latencies.len(), EVENTS);
+    assert_eq!(latencies.len(), events);
     Seen {
         first: first.unwrap_or_default(),
         latencies,
@@ -120,6 +188,10 @@ async fn with_transport(transport: &HttpTransport) -> Seen {
 }
 
 async fn bare(client: &reqwest::Client, url: &str) -> Seen {
+    bare_of(client, url, EVENTS).await
+}
+
+async fn bare_of(client: &reqwest::Client, url: &str, events: usize) -> Seen {
     let started = Instant::now();
     let response = client
         .post(url)
@@ -131,7 +203,7 @@ async fn bare(client: &reqwest::Client, url: &str) -> Seen {
     let mut body = response.bytes_stream();
     let mut pending: Vec<u8> = Vec::new();
     let mut first = None;
-    let mut latencies = Vec::with_capacity(EVENTS);
+    let mut latencies = Vec::with_capacity(events);
     while let Some(piece) = body.next().await {
         pending.extend_from_slice(&piece.expect("a piece"));
         // The naive split: events end at a blank line.
@@ -146,7 +218,7 @@ async fn bare(client: &reqwest::Client, url: &str) -> Seen {
             }
         }
     }
-    assert_eq!(latencies.len(), EVENTS);
+    assert_eq!(latencies.len(), events);
     Seen {
         first: first.unwrap_or_default(),
         latencies,
@@ -264,5 +336,74 @@ fn main() {
             ours_p99,
             ours_p99 - bare_p99
         );
+        chat(&runtime, &client, port);
     }
+}
+
+/// The chat stream's figures: events held, and the latency added to the
+/// others, from interleaved runs of the two readers.
+fn chat(runtime: &Runtime, client: &reqwest::Client, port: u16) {
+    const ROUNDS: usize = 6;
+    let url = format!("http://127.0.0.1:{port}/v1/chat");
+    let transport = HttpTransport::builder("bench")
+        .env(Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", url.as_str()),
+            ("CHANT_BEHAVIOUR_TOKEN", TOKEN),
+        ]))
+        .build()
+        .expect("builds");
+    let (mut bare_mean, mut ours_mean) = (Vec::new(), Vec::new());
+    let (mut bare_p99, mut ours_p99) = (Vec::new(), Vec::new());
+    let (mut bare_slow, mut ours_held) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        for ours in [round % 2 == 1, round % 2 == 0] {
+            let seen = if ours {
+                runtime.block_on(with_transport_of(&transport, CHAT_EVENTS))
+            } else {
+                runtime.block_on(bare_of(client, &url, CHAT_EVENTS))
+            };
+            let (settled, held): (Vec<u64>, Vec<u64>) =
+                seen.latencies.iter().partition(|&&l| l < HELD_NANOS);
+            let (mean, p99, slow) = if ours {
+                (&mut ours_mean, &mut ours_p99, &mut ours_held)
+            } else {
+                (&mut bare_mean, &mut bare_p99, &mut bare_slow)
+            };
+            mean.push(mean_micros(&settled));
+            p99.push(p99_micros(&settled));
+            slow.push(held.len() as f64);
+        }
+    }
+    let (bare_mean, ours_mean) = (median(bare_mean), median(ours_mean));
+    let (bare_p99, ours_p99) = (median(bare_p99), median(ours_p99));
+    let (bare_slow, ours_held) = (median(bare_slow), median(ours_held));
+    println!();
+    println!(
+        "chat stream: medians of {ROUNDS} interleaved runs of {CHAT_EVENTS} chunks each, channels joined"
+    );
+    println!(
+        "{:<28} {:>12} {:>12} {:>18}",
+        "", "bare", "transport", "added"
+    );
+    println!(
+        "{:<28} {:>9.1} µs {:>9.1} µs {:>+14.1} µs",
+        "latency, events not held",
+        bare_mean,
+        ours_mean,
+        ours_mean - bare_mean
+    );
+    println!(
+        "{:<28} {:>9.1} µs {:>9.1} µs {:>+14.1} µs",
+        "p99, events not held",
+        bare_p99,
+        ours_p99,
+        ours_p99 - bare_p99
+    );
+    println!(
+        "{:<28} {:>12} {:>12} {:>17.2}%",
+        "events past 1.5 ms (held)",
+        bare_slow,
+        ours_held,
+        100.0 * ours_held / CHAT_EVENTS as f64
+    );
 }

@@ -407,3 +407,48 @@ mod engine {
         })
     }
 }
+
+/// The string values of a JSON object as a stream's channels read them:
+/// each literal's byte range (quotes included), its decoded value and its
+/// path; or why the text is read as no JSON object (`other`, `invalid`,
+/// `deep`).
+#[allow(clippy::type_complexity)]
+pub fn json_strings(
+    text: &str,
+) -> Result<Vec<(std::ops::Range<usize>, String, String)>, &'static str> {
+    use crate::stream::channels::json_spans::{NotAnObject, strings};
+    match strings(text) {
+        Ok(found) => Ok(found
+            .into_iter()
+            .map(|s| (s.raw, s.value, s.path))
+            .collect()),
+        Err(NotAnObject::Other) => Err("other"),
+        Err(NotAnObject::Invalid) => Err("invalid"),
+        Err(NotAnObject::TooDeep) => Err("deep"),
+    }
+}
+
+/// NDJSON lines through a stream's channels, each concealed first as the
+/// stream conceals what arrives, then its end: the lines released, in
+/// order, or the bound a stream is refused at.
+pub fn join_lines(concealer: &Concealer, lines: &[&str]) -> Result<Vec<String>, String> {
+    use crate::stream::channels::Joined;
+    let mut joined: Joined<String> = Joined::new(Some(concealer));
+    let mut out = Vec::new();
+    let mut drain = |joined: &mut Joined<String>, out: &mut Vec<String>| {
+        while let Some(Some(Ok(line))) = joined.out() {
+            out.push(line);
+        }
+    };
+    for line in lines {
+        joined
+            .take(Some(Ok(concealer.conceal(line).into_owned())))
+            .map_err(|exceeded| format!("{exceeded:?}"))?;
+        drain(&mut joined, &mut out);
+    }
+    joined
+        .take(None)
+        .map_err(|exceeded| format!("{exceeded:?}"))?;
+    drain(&mut joined, &mut out);
+    Ok(out)
+}

@@ -26,6 +26,7 @@ mod breaks;
 pub(crate) mod escapes;
 mod gate;
 mod grams;
+pub(crate) mod joined;
 mod maps;
 mod patterns;
 mod positions;

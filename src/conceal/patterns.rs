@@ -453,6 +453,15 @@ fn base64_cores(secret: &[u8]) -> Vec<(String, u8, u8)> {
     cores
 }
 
+/// The base64 cores of `secret`, for the readers outside this module
+/// that need the patterns themselves (`joined.rs`).
+pub(super) fn cores_of(secret: &[u8]) -> Vec<String> {
+    base64_cores(secret)
+        .into_iter()
+        .map(|(core, ..)| core)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -194,7 +194,7 @@ pub(super) fn error_refusal(
 }
 
 /// A failure in a fake's stream, which names no engine.
-fn scripted_refusal() -> Refusal {
+pub(super) fn scripted_refusal() -> Refusal {
     Refusal::new(
         crate::refusal::Cause::EngineUnreachable,
         "the scripted stream holds a piece, event or line over the cap",

@@ -15,9 +15,8 @@
 //!   or be inside a form of a secret is held back, never on a timer, and a
 //!   complete event is released at once. What a parser joins (an event's
 //!   `data` lines) is concealed again, so a form split over two `data:`
-//!   lines is caught too. A token an engine splits across several events'
-//!   JSON payloads, each fragment shorter than any form, is out of a
-//!   byte-level concealer's reach.
+//!   lines is caught too; what a predictor joins across events' JSON is
+//!   concealed as joined by the parsed readers (`channels/`).
 //! - **The same bounds, and three timers.** The send's deadline covers
 //!   connect, the head and the first byte; an idle timer (30 s) every gap
 //!   between bytes after that (a comment counts as a byte); a stream
@@ -37,6 +36,7 @@
 //!
 //! The caller pulls: nothing is read ahead into a buffer that can grow.
 
+pub(crate) mod channels;
 mod ending;
 mod event;
 mod sse;
@@ -114,6 +114,8 @@ pub struct AnswerStream {
     /// The send the stream came from, metered and traced when it ends;
     /// `None` for a fake's, or once it has been.
     sent: Option<Sent>,
+    /// What the parsed readers join (`channels/`).
+    joining: channels::Joining,
 }
 
 /// Where the text comes from.
@@ -180,6 +182,7 @@ impl AnswerStream {
             expect_done: false,
             how: None,
             sent,
+            joining: channels::Joining::default(),
         }
     }
 
@@ -266,11 +269,9 @@ impl AnswerStream {
         poll_fn(|cx| self.poll_chunk(cx)).await
     }
 
-    /// The next server-sent event, concealed; `None` at the end, or at an
-    /// event whose data is `[DONE]`, which ends the stream cleanly and is
-    /// not yielded. An event the end of the body cuts off is not yielded
-    /// either, as the standard says; [`ending`](Self::ending) counts it.
-    pub async fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
+    /// The next event as the parser dispatches it, before its channels
+    /// (`channels/`); `None` at the end, or at `[DONE]` (not yielded).
+    async fn read_event(&mut self) -> Option<Result<Event, Refusal>> {
         self.events.get_or_insert(0);
         if self.done {
             return None;
@@ -309,13 +310,9 @@ impl AnswerStream {
         }
     }
 
-    /// The next NDJSON line, concealed (blank lines skipped); `None` at the
-    /// end. A last line with no line break after it is complete at the end
-    /// of the body. A line `[DONE]` ends the stream cleanly and is not
-    /// yielded, as SSE's does. A line that is a JSON object with a
-    /// top-level `error` member ends the stream with a refusal, as an SSE
-    /// error does.
-    pub async fn next_line(&mut self) -> Option<Result<String, Refusal>> {
+    /// The next NDJSON line as it was read (blank lines skipped), before
+    /// its channels; `None` at the end. An `error` member is a refusal.
+    async fn read_line(&mut self) -> Option<Result<String, Refusal>> {
         if self.done {
             return None;
         }

@@ -28,6 +28,7 @@ mod refused_before_anything_is_sent;
 mod remedies_point_where_the_wire_does;
 mod retries;
 mod streams;
+mod streams_joined;
 mod the_api;
 mod the_meter;
 mod the_probe;

@@ -20,7 +20,7 @@ use crate::support::{GUARD, SCOPE, TOKEN, assert_refusal_shape, builder_for};
 
 /// What the engine writes after the head, one step at a time.
 #[derive(Clone, Debug)]
-enum Step {
+pub(crate) enum Step {
     /// A chunk of the chunked body, flushed.
     Chunk(Vec<u8>),
     /// Silence.
@@ -33,20 +33,20 @@ enum Step {
     Close,
 }
 
-fn chunk(text: &str) -> Step {
+pub(crate) fn chunk(text: &str) -> Step {
     Step::Chunk(text.as_bytes().to_vec())
 }
 
 /// An engine that answers each of at most `connections` requests with a
 /// chunked `200` of `content_type`, then `steps`; it counts the requests,
 /// and `go` lets a `Wait` go on.
-struct Engine {
-    address: String,
-    requests: Arc<AtomicUsize>,
-    go: mpsc::UnboundedSender<()>,
+pub(crate) struct Engine {
+    pub(crate) address: String,
+    pub(crate) requests: Arc<AtomicUsize>,
+    pub(crate) go: mpsc::UnboundedSender<()>,
 }
 
-async fn engine(content_type: &str, steps: Vec<Step>) -> Engine {
+pub(crate) async fn engine(content_type: &str, steps: Vec<Step>) -> Engine {
     engine_with(
         format!(
             "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -122,18 +122,18 @@ async fn write_steps(
     true
 }
 
-fn transport(engine: &Engine) -> HttpTransport {
+pub(crate) fn transport(engine: &Engine) -> HttpTransport {
     builder_for(&engine.address, SCOPE).build().expect("builds")
 }
 
-async fn opened(transport: &HttpTransport) -> AnswerStream {
+pub(crate) async fn opened(transport: &HttpTransport) -> AnswerStream {
     tokio::time::timeout(GUARD, transport.stream("{}"))
         .await
         .expect("the head arrives")
         .expect("a 2xx head")
 }
 
-async fn event(stream: &mut AnswerStream) -> Option<Result<meterwire::Event, Refusal>> {
+pub(crate) async fn event(stream: &mut AnswerStream) -> Option<Result<meterwire::Event, Refusal>> {
     tokio::time::timeout(GUARD, stream.next_event())
         .await
         .expect("the next event, or the end, arrives by itself")

@@ -1,0 +1,183 @@
+//! What a reader of *joined* text needs of the concealer besides
+//! [`Concealer::conceal`]: the spans it replaces, so that a text built from
+//! many pieces (a stream's channel, `src/stream/channels/`) can be
+//! rewritten piece by piece; and whether a text ends in what could still
+//! begin, or be inside, a form of a secret, so that the pieces are held
+//! only while a later one can still complete a form.
+//!
+//! The second is a prefix test against the concealer's own patterns (each
+//! secret, its hex in either case, its base64 cores), one automaton over
+//! them walked along the end of the text: where no escape can be at work
+//! (no `\`, `%` or `&` since the last separator, which the caller checks,
+//! see [`Beginnings::is_trigger`]), a form is a pattern as itself with line
+//! breaks inside it, so the text can end inside one only if its end, line
+//! breaks dropped, is a prefix of a pattern.
+
+use std::collections::{BTreeSet, HashMap};
+
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::nfa::contiguous::NFA;
+use aho_corasick::{Anchored, MatchKind};
+use secrecy::ExposeSecret;
+
+use super::Concealer;
+use super::patterns::{Matcher, cores_of};
+
+impl Concealer {
+    /// What [`Concealer::conceal`] replaces in `text`: sorted, disjoint
+    /// spans, each one marker.
+    pub(crate) fn spans_of(&self, text: &str) -> Vec<(usize, usize)> {
+        self.spans(text)
+    }
+
+    /// The prefix test against this concealer's patterns; `None` when it
+    /// conceals nothing (no secret), or everything (it failed closed: each
+    /// text is one marker already).
+    pub(crate) fn beginnings(&self) -> Option<Beginnings> {
+        let state = self.state();
+        let Matcher::Automaton(search) = &state.matcher else {
+            return None;
+        };
+        let mut patterns: BTreeSet<Vec<u8>> = BTreeSet::new();
+        for secret in &state.sources {
+            let secret = secret.expose_secret().as_bytes();
+            patterns.insert(secret.to_vec());
+            let lower: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+            patterns.insert(lower.to_ascii_uppercase().into_bytes());
+            patterns.insert(lower.into_bytes());
+            patterns.extend(cores_of(secret).into_iter().map(String::into_bytes));
+        }
+        let longest = patterns.iter().map(Vec::len).max().unwrap_or(0);
+        // The contiguous NFA builds in time linear in the patterns, whatever
+        // they repeat; it is walked over a few dozen bytes per text.
+        let automaton = NFA::builder()
+            .match_kind(MatchKind::Standard)
+            .build(&patterns)
+            .ok()
+            .and_then(|nfa| {
+                let start = nfa.start_state(Anchored::No).ok()?;
+                // Each state of the trie is one prefix of a pattern: its
+                // length is how far into a form the text may be.
+                let mut depth = HashMap::new();
+                for pattern in &patterns {
+                    let mut sid = start;
+                    for (at, &byte) in pattern.iter().enumerate() {
+                        sid = nfa.next_state(Anchored::No, sid, byte);
+                        depth.insert(sid, at + 1);
+                    }
+                }
+                Some((nfa, start, depth))
+            });
+        Some(Beginnings {
+            automaton,
+            separator: search.separator,
+            longest,
+        })
+    }
+}
+
+/// Whether a text ends in what could still begin or be inside a form of a
+/// secret; see the module docs.
+pub(crate) struct Beginnings {
+    /// The automaton, its start, and the depth of each of its states;
+    /// `None` if it could not be built, when every text could begin a form.
+    automaton: Option<(NFA, StateID, HashMap<StateID, usize>)>,
+    separator: [bool; 256],
+    longest: usize,
+}
+
+impl Beginnings {
+    /// Whether no form can hold `byte`, nor an escape that decodes to a
+    /// byte of one: a form lies between two separators.
+    pub(crate) fn is_separator(&self, byte: u8) -> bool {
+        self.separator[usize::from(byte)]
+    }
+
+    /// Whether `byte` can start an escape the concealer decodes (JSON or
+    /// JavaScript, percent, HTML): past one, a form is no longer a pattern
+    /// as itself.
+    pub(crate) fn is_trigger(byte: u8) -> bool {
+        matches!(byte, b'\\' | b'%' | b'&')
+    }
+
+    /// The length of the longest pattern.
+    pub(crate) fn longest(&self) -> usize {
+        self.longest
+    }
+
+    /// Where the end of `text` could be the start of a form, as its own
+    /// pattern (line breaks inside it dropped, a blank line ending it), and
+    /// how many bytes of the pattern it would be: `None` when no end of it
+    /// is a prefix of any pattern. Only the last bytes are read: a prefix
+    /// is shorter than the longest pattern, with a line break (`CRLF` at
+    /// most) after each of its bytes.
+    pub(crate) fn open_tail(&self, text: &str) -> Option<(usize, usize)> {
+        let bytes = text.as_bytes();
+        let Some((nfa, start, depths)) = &self.automaton else {
+            return (!bytes.is_empty()).then_some((0, bytes.len()));
+        };
+        let from = bytes.len().saturating_sub(3 * self.longest + 8);
+        let mut sid = *start;
+        let mut breaks = 0;
+        let mut last = 0u8;
+        for &byte in bytes.get(from..).unwrap_or_default() {
+            match byte {
+                b'\n' if last == b'\r' => {}
+                b'\n' | b'\r' => {
+                    breaks += 1;
+                    if breaks > 1 {
+                        // No form spans a blank line.
+                        sid = *start;
+                    }
+                }
+                _ => {
+                    breaks = 0;
+                    sid = nfa.next_state(Anchored::No, sid, byte);
+                }
+            }
+            last = byte;
+        }
+        let depth = depths.get(&sid).copied().unwrap_or(0);
+        if depth == 0 {
+            return None;
+        }
+        // Back over `depth` bytes that are not line breaks.
+        let mut left = depth;
+        let mut at = bytes.len();
+        while left > 0 && at > 0 {
+            at -= 1;
+            if !matches!(bytes[at], b'\n' | b'\r') {
+                left -= 1;
+            }
+        }
+        Some((at, depth))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "sk-repro-7Qx9Lm2Pz4Vb8Nc6Rt1Yw3";
+
+    #[test]
+    fn an_end_that_begins_the_token_or_its_encodings_is_open() {
+        let concealer = Concealer::new([TOKEN]);
+        let beginnings = concealer.beginnings().expect("a secret");
+        assert_eq!(beginnings.open_tail("the key is sk-re"), Some((11, 5)));
+        assert_eq!(beginnings.open_tail("the key is sk-re\n"), Some((11, 5)));
+        assert_eq!(beginnings.open_tail("sk-re\npro-7"), Some((0, 10)));
+        // Hex, and a base64 core (of the token at the first alignment).
+        assert_eq!(beginnings.open_tail("x 736b2d72"), Some((2, 8)));
+        assert_eq!(beginnings.open_tail("x c2stcmVw"), Some((2, 8)));
+        // A blank line ends any form; what no pattern begins with is shut.
+        assert_eq!(beginnings.open_tail("sk-re\n\n"), None);
+        assert_eq!(beginnings.open_tail("nothing here"), None);
+        assert_eq!(beginnings.open_tail(""), None);
+    }
+
+    #[test]
+    fn a_concealer_with_nothing_to_conceal_has_no_beginnings() {
+        assert!(Concealer::new([]).beginnings().is_none());
+    }
+}
