@@ -125,6 +125,7 @@ mod stream;
 mod text;
 mod token;
 mod transport;
+mod usage;
 
 pub use answer::Answer;
 pub use bytes::Bytes;
@@ -141,6 +142,7 @@ pub use transport::{
     BuildError, Call, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
     HttpTransportBuilder, Transport, USER_AGENT,
 };
+pub use usage::Usage;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
@@ -170,6 +172,7 @@ fn _assert_impls() {
     public::<BuildError>();
     public::<RetryPolicy>();
     public::<MeterSnapshot>();
+    public::<Usage>();
     #[cfg(feature = "blocking")]
     {
         public::<blocking::HttpTransport>();

@@ -98,6 +98,7 @@ pub struct AnswerStream {
     /// How the stream is metered and traced when it ends; `None` for a
     /// fake's, or once it has been.
     ending: Option<Ending>,
+    pub(crate) usage: crate::usage::Streamed,
 }
 
 /// Where the text comes from.
@@ -225,6 +226,7 @@ impl AnswerStream {
             events: None,
             cap,
             ending,
+            usage: Default::default(),
         }
     }
 
@@ -442,6 +444,7 @@ impl AnswerStream {
     /// The refusal an error inside the stream makes: an event named
     /// `error`, or a payload that is a JSON object with an `error` member.
     fn error_in(&mut self, event: Option<&str>, payload: &str) -> Option<Refusal> {
+        self.usage.read(event, payload, self.ending.as_mut()); // every event and line comes here
         let codes = stream_error(payload);
         if event != Some("error") && codes.is_none() {
             return None;

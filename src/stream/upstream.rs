@@ -36,6 +36,8 @@ pub(crate) trait Upstream: Send + Sync {
     fn first_byte_after(&self, after: Duration);
     /// The stream ended in `refusal` after its head.
     fn streamed_refusal(&self, span: &tracing::Span, refusal: &Refusal, elapsed: Duration);
+    /// The stream ended as an answer that said it billed `usage`.
+    fn billed(&self, span: &tracing::Span, usage: Option<crate::usage::Usage>);
     /// The stream ended as an answer.
     fn answered(
         &self,
@@ -54,6 +56,8 @@ pub(crate) struct Ending {
     pub(crate) span: tracing::Span,
     pub(crate) started: Instant,
     pub(crate) attempts: u32,
+    /// What its events said was billed so far.
+    pub(crate) usage: Option<crate::usage::Usage>,
 }
 
 impl Ending {
@@ -73,9 +77,11 @@ impl Ending {
         }
         match refusal {
             Some(refusal) => self.transport.streamed_refusal(span, refusal, elapsed),
-            None => self
-                .transport
-                .answered(span, status, self.attempts, request_id, elapsed),
+            None => {
+                self.transport
+                    .answered(span, status, self.attempts, request_id, elapsed);
+                self.transport.billed(span, self.usage);
+            }
         }
     }
 }

@@ -159,7 +159,10 @@ pub trait Transport: Send + Sync {
             let answer = executed.await?;
             let request_id = answer.request_id().map(str::to_owned);
             let status = answer.status();
-            Ok(AnswerStream::from_chunks(status, [answer.into_text()]).with_request_id(request_id))
+            let usage = answer.usage();
+            Ok(AnswerStream::from_chunks(status, [answer.into_text()])
+                .with_request_id(request_id)
+                .with_usage(usage))
         })
     }
 

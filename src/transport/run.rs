@@ -131,6 +131,7 @@ impl HttpTransport {
                     answer.request_id(),
                     elapsed,
                 );
+                crate::usage::billed(&self.inner.meter, &span, answer.usage());
                 Ok(answer)
             }
             Err(refusal) => {
@@ -177,6 +178,7 @@ impl HttpTransport {
                     span,
                     started,
                     attempts: got.attempts,
+                    usage: None,
                 };
                 Ok(AnswerStream::opened(got.got, timers, ending))
             }
@@ -263,6 +265,8 @@ impl HttpTransport {
             events = tracing::field::Empty,
             bytes = tracing::field::Empty,
             first_byte_ms = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
         )
     }
 
