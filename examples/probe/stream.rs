@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use meterwire::{AnswerStream, HttpTransport, Refusal};
+use meterwire::{AnswerStream, HttpTransport, Refusal, Usage};
 use serde::Serialize;
 
 use crate::show::{self, Style};
@@ -78,6 +78,8 @@ struct End {
     bytes: u64,
     first_byte_ms: Option<f64>,
     elapsed_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
 }
 
 /// What a stream came to, read to its end: every piece it yielded, joined,
@@ -87,6 +89,8 @@ pub struct Read {
     pub joined: String,
     pub pieces: u64,
     pub refusal: Option<Refusal>,
+    /// What the stream's events said the engine billed.
+    pub usage: Option<Usage>,
 }
 
 /// Reads `stream` to its end, handing each piece (with the time since
@@ -133,6 +137,7 @@ pub async fn read_all(
                     joined,
                     pieces,
                     refusal: Some(refusal),
+                    usage: stream.usage(),
                 };
             }
             None => {
@@ -141,6 +146,7 @@ pub async fn read_all(
                     joined,
                     pieces,
                     refusal: None,
+                    usage: stream.usage(),
                 };
             }
         }
@@ -200,6 +206,7 @@ pub async fn stream_once(
             .first_byte(1.0)
             .map(|after| (after.as_secs_f64() * 10_000.0).round() / 10.0),
         elapsed_ms: crate::millis(started.elapsed()),
+        usage: read.usage,
     };
     if json {
         crate::print_json(&EndJson { end });
@@ -214,6 +221,9 @@ pub async fn stream_once(
                 .map_or("no".to_owned(), |ms| ms.to_string()),
             end.elapsed_ms
         );
+        if let Some(usage) = &end.usage {
+            out!("  {}  {}", style.bold("usage"), show::usage_words(usage));
+        }
     }
     ExitCode::SUCCESS
 }

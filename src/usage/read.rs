@@ -458,7 +458,7 @@ impl<'de> Visitor<'de> for DetailsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Details, A::Error> {
         let mut details = Details::default();
         while let Some(name) = map.next_key::<Name>()? {
-            match name.0.as_deref() {
+            match name.0 {
                 Some("cached_tokens") => details.cached = map.next_value()?,
                 Some("reasoning_tokens") => details.reasoning = map.next_value()?,
                 _ => {
