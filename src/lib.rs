@@ -89,7 +89,9 @@
 //! `503` with a hint holds every clone of the transport until the window
 //! ends ([`HttpTransportBuilder::respect_limits`], on by default). Each send
 //! is a `tracing` span `meterwire.send`, and [`HttpTransport::meter`] counts
-//! sends, attempts, outcomes, bytes and latency.
+//! sends, attempts, outcomes, bytes and latency, and sums what the engines
+//! said they billed: the [`Usage`] of every answer and stream that said it,
+//! read in the shapes of OpenAI, Anthropic, Gemini and Ollama.
 //!
 //! # What the transport will not do
 //!

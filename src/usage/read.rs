@@ -228,12 +228,12 @@ fn ollama(tail: &[u8]) -> Option<Raw> {
     (raw != Raw::default()).then_some(raw)
 }
 
-/// The value of `"usage"` or `"usageMetadata"` at `rest` (its key's
-/// opening quote), when it is an object.
+/// The value of `"usage"` or `"usageMetadata"` that `rest` starts with,
+/// when it is an object; what follows it is not read.
 fn usage_value(rest: &[u8]) -> Option<Raw> {
     let mut de = serde_json::Deserializer::from_slice(rest);
-    match Usage::deserialize(&mut de) {
-        Ok(Usage(Some(raw))) => Some(raw),
+    match Member::deserialize(&mut de) {
+        Ok(Member(Some(raw))) => Some(raw),
         _ => None,
     }
 }
@@ -302,24 +302,24 @@ fn is_space(b: u8) -> bool {
 
 /// A usage member's value: its figures when it is an object, `None` when
 /// it is anything else (`null` in the chunks before OpenAI's last).
-struct Usage(Option<Raw>);
+struct Member(Option<Raw>);
 
-impl<'de> Deserialize<'de> for Usage {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Usage, D::Error> {
-        deserializer.deserialize_any(UsageVisitor)
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Member, D::Error> {
+        deserializer.deserialize_any(MemberVisitor)
     }
 }
 
-struct UsageVisitor;
+struct MemberVisitor;
 
-impl<'de> Visitor<'de> for UsageVisitor {
-    type Value = Usage;
+impl<'de> Visitor<'de> for MemberVisitor {
+    type Value = Member;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a usage object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Usage, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Member, A::Error> {
         let mut raw = Raw::default();
         while let Some(key) = map.next_key::<Key>()? {
             // A repeated key: the last one wins, as in most JSON readers.
@@ -343,36 +343,36 @@ impl<'de> Visitor<'de> for UsageVisitor {
                 }
             }
         }
-        Ok(Usage(Some(raw)))
+        Ok(Member(Some(raw)))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Usage, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Member, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Usage(None))
+        Ok(Member(None))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Usage, E> {
-        Ok(Usage(None))
+    fn visit_unit<E: de::Error>(self) -> Result<Member, E> {
+        Ok(Member(None))
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Usage, E> {
-        Ok(Usage(None))
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Member, E> {
+        Ok(Member(None))
     }
 
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Usage, E> {
-        Ok(Usage(None))
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Member, E> {
+        Ok(Member(None))
     }
 
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Usage, E> {
-        Ok(Usage(None))
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Member, E> {
+        Ok(Member(None))
     }
 
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Usage, E> {
-        Ok(Usage(None))
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Member, E> {
+        Ok(Member(None))
     }
 
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Usage, E> {
-        Ok(Usage(None))
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Member, E> {
+        Ok(Member(None))
     }
 }
 

@@ -74,11 +74,14 @@ pub(crate) struct Sums {
 }
 
 impl MeterSnapshot {
-    /// What the engine billed, summed over the answers that said (a stream
-    /// that ended as an answer counts as one, with its last figures): each
+    /// What the engine billed, summed over the answers that said: each
     /// count the sum of the answers that gave it, `None` when none did;
-    /// `None` before any answer said. In the JSON: `usage`, each sum a
-    /// number (zero when none gave it), with `answersWithUsage`.
+    /// `None` before any answer said. A stream counts once, with its last
+    /// figures, when it ends as an answer (its reader dropping it early
+    /// included); one that ends in a refusal is a refusal, and not summed,
+    /// though its [`AnswerStream::usage`](crate::AnswerStream::usage) says
+    /// what it read. In the JSON: `usage`, each sum a number (zero when no
+    /// answer gave it), with `answersWithUsage`.
     pub fn usage(&self) -> Option<Usage> {
         let sums = &self.usage;
         let given = |bit: u32| sums.given & (1 << bit) != 0;

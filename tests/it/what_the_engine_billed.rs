@@ -659,3 +659,30 @@ async fn the_probes_tour_walks_a_row_per_engine_shape() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_stream_refused_after_its_usage_keeps_it_but_the_meter_counts_a_refusal() {
+    let body = concat!(
+        "event: message_start\n",
+        r#"data: {"type":"message_start","message":{"usage":{"input_tokens":25,"output_tokens":1}}}"#,
+        "\n\n",
+        "event: error\n",
+        r#"data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        "\n\n",
+    );
+    let server = engine_of(body, "text/event-stream").await;
+    let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
+    let mut stream = transport.stream("{}").await.expect("a stream");
+    let refusal = loop {
+        match stream.next_event().await {
+            Some(Ok(_)) => continue,
+            Some(Err(refusal)) => break refusal,
+            None => panic!("the stream ended cleanly"),
+        }
+    };
+    assert_eq!(refusal.cause(), meterwire::Cause::EngineUnreachable);
+    assert_eq!(stream.usage().and_then(|u| u.input()), Some(25));
+    let meter = transport.meter();
+    assert_eq!((meter.answers(), meter.answers_with_usage()), (0, 0));
+    assert_eq!(meter.usage(), None);
+}
