@@ -34,6 +34,18 @@
 //! the machine's speed lands on both. `cargo bench --bench send -- ratio`
 //! prints the table alone.
 //!
+//! What reading usage costs (`-- usage` prints that table alone): the
+//! transport cannot be told not to read it (no public switch exists for a
+//! benchmark's sake), so the small answer and the generated 1 MiB one are
+//! served twice, with an OpenAI `usage` member at their end and with the
+//! same bytes but the member's name changed by one letter (`"usagf"`),
+//! which the reader does not take for usage. Interleaved, the two give
+//! what finding and parsing the member, summing it in the meter and
+//! recording it on the span cost; the search both pay (at most the last
+//! 32 KiB of an answer, twice, for an answer without usage) is timed on
+//! its own, with the reader's own source compiled into this bench, as a
+//! share of a send.
+//!
 //! The servers run on threads of their own and the clients on one
 //! single-threaded runtime, so on a two-core machine each side has a core;
 //! the servers only parse a request head and write a ready buffer, so they
@@ -65,6 +77,20 @@ mod refusal {
     pub use meterwire::Cause;
 }
 
+/// The meter's sums of usage, which the meter's source holds, and the
+/// reader of usage, timed alone: the transport's own sources.
+#[allow(dead_code, unused_imports)]
+#[path = "../src/usage/read.rs"]
+mod usage_read;
+#[allow(dead_code, unused_imports)]
+#[path = "../src/usage/totals.rs"]
+mod usage_totals;
+
+mod usage {
+    pub(crate) use crate::usage_totals::{Sums, Totals};
+    pub use meterwire::Usage;
+}
+
 #[path = "common/records.rs"]
 mod records;
 use records::{JSON_FORMS, TOKEN, echo, generated, generated_echo, plain};
@@ -91,6 +117,11 @@ const ECHOES_EVERY: usize = 100;
 /// The paced server's link: 125 MB/s (1 Gb/s), written 16 KiB at a time.
 const LINK_BYTES_PER_SEC: f64 = 125e6;
 const PIECE: usize = 16 * 1024;
+
+/// The usage member the billed answers end with, and its name made no
+/// usage's by one letter, the same length.
+const BILLED: &str = r#","usage":{"prompt_tokens":1117,"completion_tokens":46,"total_tokens":1163,"prompt_tokens_details":{"cached_tokens":1024},"completion_tokens_details":{"reasoning_tokens":0}}}"#;
+const UNBILLED: &str = r#","usagf":{"prompt_tokens":1117,"completion_tokens":46,"total_tokens":1163,"prompt_tokens_details":{"cached_tokens":1024},"completion_tokens_details":{"reasoning_tokens":0}}}"#;
 
 /// An answer the loopback engine sends, and what the transport must make
 /// of it.
@@ -138,6 +169,17 @@ impl Body {
         self.sent.push_str(&record(form));
         self.concealed.push_str(&record(REDACTED));
         self.echoes += 1;
+    }
+
+    /// The same answer, its closing `}` replaced by `member` (which closes
+    /// it again).
+    fn ending_with(&self, member: &str) -> Body {
+        let swap = |text: &str| format!("{}{member}", &text[..text.len() - 1]);
+        Body {
+            sent: swap(&self.sent),
+            concealed: swap(&self.concealed),
+            echoes: self.echoes,
+        }
     }
 
     /// Closes the records with one whose string of `x` brings the answer to
@@ -196,6 +238,9 @@ struct Answers {
     plain: Bytes,
     generated: Bytes,
     echoes: Bytes,
+    /// `/billed/…` and `/unbilled/…`: the small answer and the generated
+    /// one, with and without usage.
+    billed: [Bytes; 4],
 }
 
 /// Starts the loopback engine on its own thread: `/small` gets the small
@@ -244,7 +289,12 @@ async fn serve(mut stream: TcpStream, answers: Arc<Answers>) {
             }
         };
         let head = &buffer[..head_end];
-        let answer = if head.starts_with(b"POST /small ") {
+        let answer = if let Some(at) = BILLED_PATHS
+            .iter()
+            .position(|path| head.starts_with(format!("POST /{path} ").as_bytes()))
+        {
+            &answers.billed[at]
+        } else if head.starts_with(b"POST /small ") {
             &answers.small
         } else if head.starts_with(b"POST /plain ") {
             &answers.plain
@@ -266,6 +316,14 @@ async fn serve(mut stream: TcpStream, answers: Arc<Answers>) {
         }
     }
 }
+
+/// The paths of [`Answers::billed`], in its order.
+const BILLED_PATHS: [&str; 4] = [
+    "billed/small",
+    "unbilled/small",
+    "billed/generated",
+    "unbilled/generated",
+];
 
 fn content_length(head: &[u8]) -> Option<usize> {
     head.split(|&b| b == b'\n').find_map(|line| {
@@ -498,6 +556,96 @@ struct Bodies {
     plain: Arc<Body>,
     generated: Arc<Body>,
     echoes: Arc<Body>,
+    /// As [`BILLED_PATHS`] names them.
+    billed: [Arc<Body>; 4],
+}
+
+/// The usage rows: each answer with usage (`transport`) against the same
+/// without (`bare`), both through the transport.
+fn usage_cases(port: u16, bodies: &Bodies) -> Vec<(Case, Arc<Body>)> {
+    [("small/c32", 0, 32), ("1MiB-generated/c8", 2, 8)]
+        .into_iter()
+        .map(|(name, at, concurrency)| {
+            let url = |at: usize| format!("http://127.0.0.1:{port}/{}", BILLED_PATHS[at]);
+            let case = Case {
+                name: name.to_owned(),
+                body: Arc::clone(&bodies.billed[at + 1]),
+                concurrency,
+                bare: Sender::transport(&url(at + 1)),
+                transport: Sender::transport(&url(at)),
+            };
+            (case, Arc::clone(&bodies.billed[at]))
+        })
+        .collect()
+}
+
+/// Checks the usage rows: both answers as concealed, only the billed one
+/// read as billed, and the meter summing it.
+fn check_usage(runtime: &Runtime, case: &Case, billed: &Body) {
+    let name = &case.name;
+    let expected = meterwire::Usage::new()
+        .with_input(1117)
+        .with_output(46)
+        .with_cached(1024)
+        .with_reasoning(0);
+    for (sender, body, usage) in [
+        (&case.transport, billed, Some(expected)),
+        (&case.bare, &*case.body, None),
+    ] {
+        let Received::Transport(answer) = runtime.block_on(sender.receive()) else {
+            panic!("{name}: both usage contestants are transports");
+        };
+        assert!(
+            answer.text() == body.concealed,
+            "{name}: the answer as concealed"
+        );
+        assert_eq!(answer.usage(), usage, "{name}");
+        let Sender::Transport(transport) = sender else {
+            unreachable!()
+        };
+        assert_eq!(transport.meter().usage(), usage, "{name}: the meter's sums");
+    }
+}
+
+/// The reader's time on `text`, per read.
+fn read_time(text: &str) -> f64 {
+    const READS: u32 = 20_000;
+    let start = Instant::now();
+    for _ in 0..READS {
+        black_box(usage_read::read(black_box(text.as_bytes())));
+    }
+    start.elapsed().as_secs_f64() / f64::from(READS)
+}
+
+fn usage_table(runtime: &Runtime, cases: &[(Case, Arc<Body>)]) {
+    println!();
+    println!(
+        "usage: medians of interleaved runs, the same answers with and without a usage member"
+    );
+    println!(
+        "{:<20} {:>12} {:>12} {:>17} {:>22}",
+        "case", "without", "with", "time: with/without", "the search, per send"
+    );
+    for (case, billed) in cases {
+        let (without, with) = medians(runtime, case);
+        // The search an answer without usage pays: its whole tail, twice.
+        let search = read_time(&case.body.concealed);
+        let per_send = with / case.concurrency as f64;
+        println!(
+            "{:<20} {:>9.1} µs {:>9.1} µs {:>17.4}x {:>9.3} µs, {:.3}%",
+            case.name,
+            without * 1e6,
+            with * 1e6,
+            with / without,
+            search * 1e6,
+            100.0 * search / per_send
+        );
+        println!(
+            "{:<20} {:>9.3} µs to find and parse the member in the billed answer",
+            "",
+            read_time(&billed.concealed) * 1e6
+        );
+    }
 }
 
 /// Checks what both clients get: the bare client the whole body, the
@@ -681,11 +829,21 @@ fn main() {
         let decoded: String = serde_json::from_str(&format!("\"{form}\"")).expect("a JSON string");
         assert_eq!(decoded, TOKEN, "{form} is the token JSON-escaped");
     }
+    let generated = text_answer(GENERATED_EVERY);
+    // The small answer without its own made-up `usage`, which is no shape.
+    let small = Body::tokenless(r#"{"id":"cmpl-7f3a","choices":[{"text":" mat","score":0.731}]}"#);
+    let billed = [
+        Arc::new(small.ending_with(BILLED)),
+        Arc::new(small.ending_with(UNBILLED)),
+        Arc::new(generated.ending_with(BILLED)),
+        Arc::new(generated.ending_with(UNBILLED)),
+    ];
     let bodies = Bodies {
         small: Arc::new(Body::tokenless(SMALL)),
         plain: Arc::new(plain_answer()),
-        generated: Arc::new(text_answer(GENERATED_EVERY)),
+        generated: Arc::new(generated),
         echoes: Arc::new(text_answer(ECHOES_EVERY)),
+        billed,
     };
     assert_eq!(bodies.generated.echoes, 9, "the generated answer's echoes");
     assert_eq!(bodies.echoes.echoes, 104, "the echoing answer's echoes");
@@ -694,6 +852,7 @@ fn main() {
         plain: response(&bodies.plain.sent),
         generated: response(&bodies.generated.sent),
         echoes: response(&bodies.echoes.sent),
+        billed: bodies.billed.each_ref().map(|body| response(&body.sent)),
     });
     let paced = start_paced_server(response(&bodies.generated.sent));
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -701,15 +860,26 @@ fn main() {
         .build()
         .expect("the client runtime starts");
     let cases = cases(port, paced, &bodies);
-    for case in &cases {
-        warm_up(&runtime, case);
+    let usage_cases = usage_cases(port, &bodies);
+    let only = filter();
+    let only = only.as_deref();
+    if only != Some("usage") {
+        for case in &cases {
+            warm_up(&runtime, case);
+        }
+    }
+    for (case, billed) in &usage_cases {
+        check_usage(&runtime, case, billed);
     }
     let mut criterion = Criterion::default().configure_from_args();
-    if filter().is_none_or(|f| f != "ratio") {
+    if only.is_none_or(|f| f != "ratio" && f != "usage") {
         criterion_groups(&mut criterion, &runtime, &cases);
         criterion.final_summary();
     }
-    if measuring() && filter().is_none_or(|f| f == "ratio") {
+    if measuring() && only.is_none_or(|f| f == "ratio") {
         ratio_table(&runtime, &cases);
+    }
+    if measuring() && only.is_none_or(|f| f == "usage") {
+        usage_table(&runtime, &usage_cases);
     }
 }

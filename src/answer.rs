@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
+use crate::usage::Usage;
+
 /// The engine's answer: a `2xx` body, as text, with the token concealed in
 /// every form.
 ///
@@ -24,6 +26,7 @@ pub struct Answer {
     /// The response's headers as the door kept them: lower-case names,
     /// concealed values, none that carries a credential.
     headers: Vec<(String, String)>,
+    usage: Option<Usage>,
 }
 
 impl Answer {
@@ -49,6 +52,7 @@ impl Answer {
             attempts: 1,
             elapsed: Duration::ZERO,
             headers: Vec::new(),
+            usage: None,
         }
     }
 
@@ -72,6 +76,22 @@ impl Answer {
         self
     }
 
+    /// The same answer, as if the engine said it billed `usage` (a usage
+    /// with no count is none). An answer from [`Answer::new`] says nothing
+    /// of usage, whatever its text holds.
+    ///
+    /// ```
+    /// use meterwire::{Answer, Usage};
+    ///
+    /// let answer = Answer::new(200, "{}").with_usage(Usage::new().with_input(9).with_output(2));
+    /// assert_eq!(answer.usage().and_then(|usage| usage.total()), Some(11));
+    /// assert_eq!(Answer::new(200, "{}").with_usage(Usage::new()).usage(), None);
+    /// ```
+    pub fn with_usage(mut self, usage: Usage) -> Answer {
+        self.usage = usage.some();
+        self
+    }
+
     /// How the transport builds an answer from what one send received.
     pub(crate) fn received(
         status: u16,
@@ -81,6 +101,8 @@ impl Answer {
     ) -> Answer {
         Answer {
             status,
+            // Read once, from the concealed text, as it arrives.
+            usage: crate::usage::whole(&text),
             text,
             request_id,
             attempts: 1,
@@ -138,6 +160,14 @@ impl Answer {
     /// How many requests went to the wire for this answer.
     pub fn attempts(&self) -> u32 {
         self.attempts
+    }
+
+    /// What the engine said it billed for this answer, read from its
+    /// concealed text in the shape of OpenAI (chat, completions and
+    /// Responses), Anthropic, Gemini or Ollama; `None` when it said
+    /// nothing, or nothing readable. See [`Usage`].
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
     }
 
     /// How long the send took, from the call to the end of the body.

@@ -452,3 +452,18 @@ pub fn join_lines(concealer: &Concealer, lines: &[&str]) -> Result<Vec<String>, 
     drain(&mut joined, &mut out);
     Ok(out)
 }
+
+/// What a whole answer's concealed text says was billed.
+pub fn usage_whole(text: &str) -> Option<crate::Usage> {
+    crate::usage::whole(text)
+}
+
+/// What a stream of `(event type, data)` says was billed, read as an
+/// `AnswerStream` reads its events, the last figures winning.
+pub fn usage_streamed(events: &[(Option<&str>, &str)]) -> Option<crate::Usage> {
+    let mut streamed = crate::usage::Streamed::default();
+    for (event, data) in events {
+        streamed.read(*event, data, None);
+    }
+    streamed.usage()
+}

@@ -89,7 +89,9 @@
 //! `503` with a hint holds every clone of the transport until the window
 //! ends ([`HttpTransportBuilder::respect_limits`], on by default). Each send
 //! is a `tracing` span `meterwire.send`, and [`HttpTransport::meter`] counts
-//! sends, attempts, outcomes, bytes and latency.
+//! sends, attempts, outcomes, bytes and latency, and sums what the engines
+//! said they billed: the [`Usage`] of every answer and stream that said it,
+//! read in the shapes of OpenAI, Anthropic, Gemini and Ollama.
 //!
 //! # What the transport will not do
 //!
@@ -125,6 +127,7 @@ mod stream;
 mod text;
 mod token;
 mod transport;
+mod usage;
 
 pub use answer::Answer;
 pub use bytes::Bytes;
@@ -141,6 +144,7 @@ pub use transport::{
     BuildError, Call, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
     HttpTransportBuilder, Transport, USER_AGENT,
 };
+pub use usage::Usage;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
@@ -171,6 +175,7 @@ fn _assert_impls() {
     public::<BuildError>();
     public::<RetryPolicy>();
     public::<MeterSnapshot>();
+    public::<Usage>();
     #[cfg(feature = "blocking")]
     {
         public::<blocking::HttpTransport>();

@@ -29,6 +29,8 @@ pub(crate) struct Meter {
     latency: Mutex<Option<Histogram<u64>>>,
     /// How long streams took to their first byte.
     first_byte: Mutex<Option<Histogram<u64>>>,
+    /// What the engine billed, summed over the answers that said.
+    pub(crate) usage: crate::usage::Totals,
 }
 
 impl Default for Meter {
@@ -45,6 +47,7 @@ impl Default for Meter {
             // themselves; without a histogram the latency reads as none.
             latency: Mutex::new(Histogram::new_with_bounds(1, MAX_MICROS, 3).ok()),
             first_byte: Mutex::new(Histogram::new_with_bounds(1, MAX_MICROS, 3).ok()),
+            usage: crate::usage::Totals::default(),
         }
     }
 }
@@ -115,6 +118,7 @@ impl Meter {
             bytes_received: load(&self.bytes_received),
             latency_ms: latency,
             first_byte_ms: first_byte,
+            usage: self.usage.snapshot(),
         }
     }
 }
@@ -150,7 +154,8 @@ fn percentiles(histogram: &Mutex<Option<Histogram<u64>>>) -> Latency {
 ///  "refusals": {"no-engine": 0, "engine-unreachable": 1, "engine-out-of-credit": 0, "engine-over-quota": 1},
 ///  "held": 1, "bytesSent": 420, "bytesReceived": 9001,
 ///  "latencyMs": {"p50": 4.1, "p90": 9.8, "p99": 12.0, "max": 12.3},
-///  "firstByteMs": {"p50": 0.9, "p90": 1.2, "p99": 1.9, "max": 2.0}}
+///  "firstByteMs": {"p50": 0.9, "p90": 1.2, "p99": 1.9, "max": 2.0},
+///  "usage": {"input": 5200, "output": 960, "cached": 1024, "reasoning": 0, "answersWithUsage": 8}}
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -164,6 +169,7 @@ pub struct MeterSnapshot {
     bytes_received: u64,
     latency_ms: Latency,
     first_byte_ms: Latency,
+    pub(crate) usage: crate::usage::Sums,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -324,3 +324,48 @@ async fn a_failed_token_file_read_is_a_warning_naming_the_path_never_the_content
     assert!(!all.contains(&TOKEN[..8]), "{all}");
     assert!(!all.contains(&TOKEN[8..]), "{all}");
 }
+
+#[tokio::test]
+async fn the_span_records_what_the_engine_billed_under_the_gen_ai_names() {
+    capture();
+    let scope = "trace-usage";
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("whole"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            r#"{"choices":[],"usage":{"prompt_tokens":31,"completion_tokens":7}}"#,
+            "application/json",
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("stream"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":43,\"output_tokens\":1}}}\n\n\
+             event: message_delta\ndata: {\"usage\":{\"output_tokens\":19}}\n\n",
+            "text/event-stream",
+        ))
+        .mount(&server)
+        .await;
+    let transport = builder_for(&server.uri(), scope).build().expect("builds");
+    transport.send("whole").await.expect("an answer");
+    let all = lines(scope).join("\n");
+    for expected in [
+        "gen_ai.usage.input_tokens=31",
+        "gen_ai.usage.output_tokens=7",
+    ] {
+        assert!(all.contains(expected), "no {expected:?} in\n{all}");
+    }
+    let mut stream = transport.stream("stream").await.expect("a stream");
+    while let Some(event) = stream.next_event().await {
+        event.expect("not refused");
+    }
+    let all = lines(scope).join("\n");
+    for expected in [
+        "gen_ai.usage.input_tokens=43",
+        "gen_ai.usage.output_tokens=19",
+    ] {
+        assert!(all.contains(expected), "no {expected:?} in\n{all}");
+    }
+    assert!(!all.contains("gen_ai.usage.output_tokens=1\n"), "{all}");
+}

@@ -17,6 +17,7 @@ use serde::Serialize;
 use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use crate::bills::{self, Counts};
 use crate::show::{self, Style};
 use crate::stream_engine;
 use crate::{OutcomeJson, Usage, print_json};
@@ -89,6 +90,8 @@ struct Stage {
     stream: bool,
     idle: Option<Duration>,
     stream_deadline: Option<Duration>,
+    /// The usage rows: what the answer must say the engine billed.
+    billed: Option<Option<meterwire::Usage>>,
 }
 
 /// What a row came to.
@@ -122,6 +125,10 @@ impl Walked {
             Outcome::Sent { result, .. } => {
                 result.as_ref().err().map(Refusal::cause) == self.stage.expected
                     && self.target_requests.unwrap_or(0) == 0
+                    && self
+                        .stage
+                        .billed
+                        .is_none_or(|billed| result.as_ref().ok().and_then(Answer::usage) == billed)
             }
         }
     }
@@ -177,6 +184,7 @@ pub async fn tour(
         stream: false,
         idle: None,
         stream_deadline: None,
+        billed: None,
     };
     let offline = |row, expected, env| Stage {
         refused_before_sending: true,
@@ -388,6 +396,19 @@ pub async fn tour(
             "comments",
         )
     });
+    for (row, wire, _, counts) in bills::WHOLE {
+        stages.push(Stage {
+            billed: Some(Some(usage_of(counts))),
+            ..stage(row, wire, None, pairs(&at(&route(row)), token))
+        });
+    }
+    for (row, wire, _, _, counts) in bills::STREAMS {
+        stages.push(Stage {
+            billed: Some(counts.map(usage_of)),
+            stream: true,
+            ..stage(row, wire, None, pairs(&at(&route(row)), token))
+        });
+    }
 
     let mut walked = Vec::with_capacity(stages.len());
     for stage in stages {
@@ -416,9 +437,11 @@ pub async fn tour(
                 // A stream read to its end is shown as the answer it made.
                 Ok(stream) => {
                     let read = crate::stream::read_all(stream, started, true, |_, _| {}).await;
-                    match read.refusal {
-                        Some(refusal) => Err(refusal),
-                        None => Ok(Answer::new(read.status, read.joined)),
+                    let answer = Answer::new(read.status, read.joined);
+                    match (read.refusal, read.usage) {
+                        (Some(refusal), _) => Err(refusal),
+                        (None, Some(usage)) => Ok(answer.with_usage(usage)),
+                        (None, None) => Ok(answer),
                     }
                 }
                 Err(refusal) => Err(refusal),
@@ -611,6 +634,20 @@ async fn stage_engine(engine: &MockServer, elsewhere: &MockServer, files: &Token
             .mount(engine)
             .await;
     }
+    for (row, _, body, _) in bills::WHOLE {
+        Mock::given(method("POST"))
+            .and(path(format!("/{}", route(row))))
+            .respond_with(json(200, body.to_owned()))
+            .mount(engine)
+            .await;
+    }
+    for (row, _, content_type, body, _) in bills::STREAMS {
+        Mock::given(method("POST"))
+            .and(path(format!("/{}", route(row))))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, content_type))
+            .mount(engine)
+            .await;
+    }
     Mock::given(method("POST"))
         .and(path("/rotated"))
         .respond_with(Rotating(files.rotating.clone()))
@@ -623,6 +660,32 @@ async fn stage_engine(engine: &MockServer, elsewhere: &MockServer, files: &Token
         ))
         .mount(elsewhere)
         .await;
+}
+
+/// The route of a usage row: its name, in lower case, words joined by `-`.
+fn route(row: &str) -> String {
+    row.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The usage a row's counts make.
+fn usage_of((input, output, cached, reasoning): Counts) -> meterwire::Usage {
+    use meterwire::Usage as U;
+    let mut usage = U::new();
+    for (count, with) in [
+        (input, U::with_input as fn(U, u64) -> U),
+        (output, U::with_output),
+        (cached, U::with_cached),
+        (reasoning, U::with_reasoning),
+    ] {
+        if let Some(count) = count {
+            usage = with(usage, count);
+        }
+    }
+    usage
 }
 
 async fn received(server: &MockServer) -> usize {
@@ -742,7 +805,17 @@ fn print_table(
         let (first, then) = match &w.outcome {
             Outcome::Sent {
                 result: Ok(answer), ..
-            } => (show::tame(answer.text(), true), None),
+            } => match answer.usage() {
+                Some(usage) => (
+                    format!(
+                        "usage {}; {}",
+                        show::usage_words(&usage),
+                        show::tame(answer.text(), true)
+                    ),
+                    None,
+                ),
+                None => (show::tame(answer.text(), true), None),
+            },
             Outcome::Sent {
                 result: Err(refusal),
                 ..

@@ -22,6 +22,7 @@ macro_rules! out {
     }};
 }
 
+mod bills;
 mod embedded;
 mod repeat;
 mod show;
@@ -379,7 +380,7 @@ fn refused(refusal: &Refusal, json: bool, style: &Style) -> ExitCode {
 }
 
 /// `{"answer": "<concealed text>", "status": 200, "elapsedMs": 12,
-/// "attempts": 1}`.
+/// "attempts": 1, "usage": {"input": 9, "output": 12, "total": 21}}`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AnswerJson<'a> {
@@ -389,6 +390,10 @@ struct AnswerJson<'a> {
     attempts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_id: Option<&'a str>,
+    /// What the engine said it billed: `{"input", "output", "cached",
+    /// "reasoning", "total"}`, the counts it lacks left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<meterwire::Usage>,
 }
 
 impl<'a> AnswerJson<'a> {
@@ -399,6 +404,7 @@ impl<'a> AnswerJson<'a> {
             elapsed_ms,
             attempts: answer.attempts(),
             request_id: answer.request_id(),
+            usage: answer.usage(),
         }
     }
 }

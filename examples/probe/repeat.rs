@@ -336,6 +336,14 @@ impl Summary {
             out!("      {}  {}", style.bold("reason"), refusal.reason());
             out!("      {}  {}", style.bold("remedy"), refusal.remedy());
         }
+        if let Some(usage) = self.meter.usage() {
+            out!(
+                "  usage     {} ({} of {} answers said)",
+                show::usage_words(&usage),
+                self.meter.answers_with_usage(),
+                self.answers
+            );
+        }
         out!(
             "  latency   p50 {:.2} ms · p90 {:.2} ms · p99 {:.2} ms · max {:.2} ms",
             self.percentile_ms(50),

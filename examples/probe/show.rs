@@ -9,7 +9,7 @@
 use std::io::IsTerminal;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use meterwire::{Answer, Cause, Refusal};
+use meterwire::{Answer, Cause, Refusal, Usage};
 
 use crate::text;
 
@@ -77,6 +77,9 @@ pub fn print_answer(answer: &Answer, elapsed_ms: u64, style: &Style) {
         style.good("answer"),
         answer.status()
     );
+    if let Some(usage) = answer.usage() {
+        out!("  {}  {}", style.bold("usage"), usage_words(&usage));
+    }
     let text = answer.text();
     // The library's escape-aware bound: a cut inside `&#65` or `\u00` would
     // leave a reader to decode a different character than the text held.
@@ -125,6 +128,38 @@ pub fn print_refusal(refusal: &Refusal, style: &Style) {
             n => n.to_string(),
         }
     );
+}
+
+/// What the engine billed, in words: `1117 in (1024 cached) · 46 out (12
+/// reasoning) · 1163 in all`, each part only when the engine said it.
+pub fn usage_words(usage: &Usage) -> String {
+    let part = |count: Option<u64>, what: &str, of: Option<u64>, of_what: &str| {
+        count.map(|count| match of {
+            Some(of) => format!("{count} {what} ({of} {of_what})"),
+            None => format!("{count} {what}"),
+        })
+    };
+    let parts: Vec<String> = [
+        part(usage.input(), "in", usage.cached(), "cached"),
+        part(usage.output(), "out", usage.reasoning(), "reasoning"),
+        usage.total().map(|total| format!("{total} in all")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        // Only a cached or a reasoning count, with no input or output.
+        let part = |count: Option<u64>, what: &str| count.map(|count| format!("{count} {what}"));
+        let parts: Vec<String> = [
+            part(usage.cached(), "cached"),
+            part(usage.reasoning(), "reasoning"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        return parts.join(" · ");
+    }
+    parts.join(" · ")
 }
 
 /// A delay as a person reads it: `800 ms`, `30 s`, `15 min`, `2 h 5 min`.

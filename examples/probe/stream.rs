@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use meterwire::{AnswerStream, Ending, HttpTransport, Refusal};
+use meterwire::{AnswerStream, Ending, HttpTransport, Refusal, Usage};
 use serde::Serialize;
 
 use crate::show::{self, Style};
@@ -86,6 +86,8 @@ struct End {
     ended: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     unfinished_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
 }
 
 /// How `ending` reads in the end record, and the bytes of an unfinished
@@ -109,6 +111,8 @@ pub struct Read {
     pub pieces: u64,
     pub ending: Option<Ending>,
     pub refusal: Option<Refusal>,
+    /// What the stream's events said the engine billed.
+    pub usage: Option<Usage>,
 }
 
 /// Reads `stream` to its end, handing each piece (with the time since
@@ -167,6 +171,7 @@ pub async fn read_all(
         pieces,
         ending: stream.ending(),
         refusal,
+        usage: stream.usage(),
     }
 }
 
@@ -233,6 +238,7 @@ pub async fn stream_once(
         elapsed_ms: crate::millis(started.elapsed()),
         ended,
         unfinished_bytes,
+        usage: read.usage,
     };
     if json {
         crate::print_json(&EndJson { end });
@@ -252,6 +258,9 @@ pub async fn stream_once(
                 .map_or("no".to_owned(), |ms| ms.to_string()),
             end.elapsed_ms
         );
+        if let Some(usage) = &end.usage {
+            out!("  {}  {}", style.bold("usage"), show::usage_words(usage));
+        }
     }
     ExitCode::SUCCESS
 }

@@ -138,6 +138,8 @@ impl AnswerStream {
     /// The refusal an error inside the stream makes: an event named
     /// `error`, or a payload that is a JSON object with an `error` member.
     pub(super) fn error_in(&mut self, event: Option<&str>, payload: &str) -> Option<Refusal> {
+        // Every event and line comes here, so usage is read here too.
+        self.usage.read(event, payload, self.sent.as_mut());
         let empty = Concealer::new([]);
         let concealer = self.concealer().unwrap_or(&empty);
         let site = self.sent.as_ref().map(|sent| &sent.site);

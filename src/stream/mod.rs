@@ -116,6 +116,7 @@ pub struct AnswerStream {
     sent: Option<Sent>,
     /// What the parsed readers join (`channels/`).
     joining: channels::Joining,
+    pub(crate) usage: crate::usage::Streamed,
 }
 
 /// Where the text comes from.
@@ -183,6 +184,7 @@ impl AnswerStream {
             how: None,
             sent,
             joining: channels::Joining::default(),
+            usage: Default::default(),
         }
     }
 

@@ -36,6 +36,8 @@ pub(crate) trait Upstream: Send + Sync {
     fn first_byte_after(&self, after: Duration);
     /// The stream ended in `refusal` after its head.
     fn streamed_refusal(&self, span: &tracing::Span, refusal: &Refusal, elapsed: Duration);
+    /// The stream ended as an answer that said it billed `usage`.
+    fn billed(&self, span: &tracing::Span, usage: Option<crate::usage::Usage>);
     /// The stream ended as an answer.
     fn answered(
         &self,
@@ -59,6 +61,8 @@ pub(crate) struct Sent {
     /// What each attempt before the one that opened the stream came to.
     pub(crate) history: Vec<String>,
     pub(crate) key: Option<String>,
+    /// What its events said was billed so far.
+    pub(crate) usage: Option<crate::usage::Usage>,
 }
 
 impl Sent {
@@ -78,9 +82,11 @@ impl Sent {
         }
         match refusal {
             Some(refusal) => self.transport.streamed_refusal(span, refusal, elapsed),
-            None => self
-                .transport
-                .answered(span, status, self.attempts, request_id, elapsed),
+            None => {
+                self.transport
+                    .answered(span, status, self.attempts, request_id, elapsed);
+                self.transport.billed(span, self.usage);
+            }
         }
     }
 }

@@ -225,6 +225,10 @@ impl crate::stream::Upstream for HttpTransport {
         HttpTransport::streamed_refusal(self, span, refusal, elapsed);
     }
 
+    fn billed(&self, span: &tracing::Span, usage: Option<crate::usage::Usage>) {
+        crate::usage::billed(&self.inner.meter, span, usage);
+    }
+
     fn answered(
         &self,
         span: &tracing::Span,

@@ -161,8 +161,10 @@ pub trait Transport: Send + Sync {
             let answer = executed.await?;
             let request_id = answer.request_id().map(str::to_owned);
             let content_type = answer.header("content-type").map(str::to_owned);
+            let usage = answer.usage();
             let mut stream = AnswerStream::from_chunks(answer.status(), [answer.into_text()])
-                .expecting_done(expect_done);
+                .expecting_done(expect_done)
+                .with_usage(usage);
             if let Some(id) = request_id {
                 stream = stream.with_request_id(id);
             }

@@ -142,6 +142,7 @@ impl HttpTransport {
                     answer.request_id(),
                     elapsed,
                 );
+                crate::usage::billed(&self.inner.meter, &span, answer.usage());
                 Ok(answer)
             }
             Err(refusal) => {
@@ -191,6 +192,7 @@ impl HttpTransport {
                     attempts: got.attempts,
                     history: got.history,
                     key: got.key,
+                    usage: None,
                 };
                 Ok(AnswerStream::opened(got.got, timers, sent).expecting_done(expect_done))
             }
@@ -277,6 +279,8 @@ impl HttpTransport {
             events = tracing::field::Empty,
             bytes = tracing::field::Empty,
             first_byte_ms = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
         )
     }
 

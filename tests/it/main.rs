@@ -36,3 +36,4 @@ mod the_token_is_printed_nowhere;
 mod tls_is_verified;
 mod token_files;
 mod what_goes_on_the_wire;
+mod what_the_engine_billed;
