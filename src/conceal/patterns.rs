@@ -33,8 +33,38 @@ pub(super) enum Kind {
     Exact,
     /// A base64 core: conceal the hit and the characters beside it that
     /// share its secret's bits, `before` it and `after` it (0 or 1 each),
-    /// with the padding that follows.
-    Base64Core { before: u8, after: u8 },
+    /// with the padding that follows. A core of the secret without its
+    /// first and last bytes (an echo cut short at either end) names in
+    /// `outer` the rest of the whole secret's core ([`Search::outers`]).
+    Base64Core { before: u8, after: u8, outer: u32 },
+}
+
+/// No [`Outer`]: the core is a whole secret's.
+pub(super) const NO_OUTER: u32 = u32::MAX;
+
+/// How many bytes, at each end of a secret, the base64 of an echo cut
+/// short may leave out and still be concealed: one group of three. An
+/// engine that echoes a token's base64 but drops its last characters (a
+/// cut field, a width limit) shows all but those bytes, and 30 of a
+/// token's 33 characters are as good as the token; so the core of the
+/// secret without its first and last group is searched too, as a core.
+const MARGIN: usize = 3;
+
+/// The shortest middle core worth searching: a secret too short for its
+/// middle to have one as long as this keeps only its whole cores (and the
+/// grams table, built for patterns of 16 bytes or more, stays usable).
+const MIN_MIDDLE_CORE_LEN: usize = 16;
+
+/// The characters of a whole secret's core on either side of the core of
+/// its middle: a hit of the middle is concealed with the characters beside
+/// it that spell these (so the whole core of the secret, when it is
+/// there), then the one that shares their bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Outer {
+    /// The whole core's characters before the middle's, in order.
+    pub(super) head: Vec<u8>,
+    /// The whole core's characters after the middle's, in order.
+    pub(super) tail: Vec<u8>,
 }
 
 /// Up to this many bytes of patterns, the automaton is a DFA (see
@@ -60,12 +90,36 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
                 Kind::Base64Core {
                     before: was_before,
                     after: was_after,
+                    outer,
                 } => Kind::Base64Core {
                     before: before.max(was_before),
                     after: after.max(was_after),
+                    outer,
                 },
-                Kind::Exact => Kind::Base64Core { before, after },
+                Kind::Exact => Kind::Base64Core {
+                    before,
+                    after,
+                    outer: NO_OUTER,
+                },
             };
+        }
+    }
+    // A middle core goes in only where no other pattern is the same text
+    // (a secret's whole core, or another's middle, conceals it as well).
+    let mut outers: Vec<Outer> = Vec::new();
+    for secret in secrets {
+        for (core, before, after, outer) in middle_cores(secret.as_bytes()) {
+            if let std::collections::btree_map::Entry::Vacant(entry) =
+                patterns.entry(core.into_bytes())
+            {
+                let id = u32::try_from(outers.len()).unwrap_or(NO_OUTER);
+                outers.push(outer);
+                entry.insert(Kind::Base64Core {
+                    before,
+                    after,
+                    outer: id,
+                });
+            }
         }
     }
     let kinds: Vec<Kind> = patterns.values().copied().collect();
@@ -156,6 +210,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             run_reach,
             long_run,
             kinds,
+            outers,
             relevant,
             relevant_high,
             quiet_next,
@@ -192,6 +247,9 @@ pub(super) struct Search {
     pub(super) long_run: Finder<'static>,
     /// What a hit of each pattern conceals, by pattern id.
     pub(super) kinds: Vec<Kind>,
+    /// The rest of the whole core around each middle core, by the index a
+    /// [`Kind::Base64Core`] names.
+    pub(super) outers: Vec<Outer>,
     /// The bytes an escape must decode to for a view to matter: any byte
     /// of a pattern, a trigger, and any byte that can continue an escape of
     /// the next layer (letters, digits, `#`, `;`, `{`, `}`), and what a
@@ -462,9 +520,81 @@ pub(super) fn cores_of(secret: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The cores of `secret` without its first and last [`MARGIN`] bytes, each
+/// with the characters of the whole secret's core around it: what the
+/// base64 of an echo cut short at either end still holds. At each
+/// alignment the middle's core is a piece of the whole secret's core of
+/// the same alignment, [`MARGIN`] bytes (four characters) in.
+fn middle_cores(secret: &[u8]) -> Vec<(String, u8, u8, Outer)> {
+    let mut found = Vec::new();
+    let Some(middle) = secret
+        .len()
+        .checked_sub(MARGIN)
+        .and_then(|end| secret.get(MARGIN..end))
+    else {
+        return found;
+    };
+    let whole = base64_cores(secret);
+    for (core, before, after) in base64_cores(middle) {
+        if core.len() < MIN_MIDDLE_CORE_LEN {
+            continue;
+        }
+        // The whole core it stands in, and where: the first that holds it
+        // (the same alignment and alphabet).
+        let Some((at, outer_core)) = whole
+            .iter()
+            .find_map(|(outer, ..)| outer.find(&core).map(|at| (at, outer)))
+        else {
+            continue;
+        };
+        let (head, rest) = outer_core.as_bytes().split_at(at);
+        let tail = rest.get(core.len()..).unwrap_or_default();
+        let outer = Outer {
+            head: head.to_vec(),
+            tail: tail.to_vec(),
+        };
+        found.push((core, before, after, outer));
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_echo_cut_short_holds_a_middle_core() {
+        let token = b"acme/9f8e+7d6c=not-for-print-0042";
+        let middles = middle_cores(token);
+        assert!(!middles.is_empty());
+        for cut in [&token[..30], &token[1..30], &token[2..30], &token[3..]] {
+            for align in 0..3 {
+                let mut data = vec![0u8; align];
+                data.extend_from_slice(cut);
+                let encoded = STANDARD_NO_PAD.encode(&data);
+                assert!(
+                    middles
+                        .iter()
+                        .any(|(core, ..)| encoded.contains(core.as_str())),
+                    "{encoded}"
+                );
+            }
+        }
+        for (core, _, _, outer) in &middles {
+            let whole = [
+                outer.head.as_slice(),
+                core.as_bytes(),
+                outer.tail.as_slice(),
+            ]
+            .concat();
+            assert!(
+                base64_cores(token)
+                    .iter()
+                    .any(|(c, ..)| c.as_bytes() == whole),
+                "{core}"
+            );
+        }
+    }
 
     #[test]
     fn cores_of_a_four_char_secret_are_all_long_enough() {

@@ -5,7 +5,7 @@ use super::REDACTED;
 use super::breaks::{break_ending_at, line_break};
 use super::escapes::{char_ref, json_escape, percent_escape};
 use super::maps::SourceMap;
-use super::patterns::{Kind, Search};
+use super::patterns::{Kind, Outer, Search};
 use crate::text::syntax::LONGEST_ESCAPE;
 use aho_corasick::Input;
 use memchr::memchr3;
@@ -89,7 +89,16 @@ fn record(
     let kind = search.kinds.get(id).copied().unwrap_or(Kind::Exact);
     let (start, end) = match kind {
         Kind::Exact => (start, end),
-        Kind::Base64Core { before, after } => base64_shared(hay, start, end, before, after),
+        Kind::Base64Core {
+            before,
+            after,
+            outer,
+        } => {
+            let outer = usize::try_from(outer)
+                .ok()
+                .and_then(|outer| search.outers.get(outer));
+            base64_shared(hay, start, end, before, after, outer)
+        }
     };
     if map.copied(start, end) {
         return;
@@ -126,12 +135,19 @@ pub(super) fn is_base64(b: u8) -> bool {
 /// as in base64 wrapped at any width (MIME, PEM), but not over one next to
 /// two dashes, which ends or starts a boundary line (`-----BEGIN …-----`,
 /// `--boundary`), not a line of base64.
+///
+/// A core of a secret's middle first takes, each way, the characters that
+/// spell the rest of the whole secret's core (`outer`, either alphabet),
+/// as far as they go: all of them, then `before`/`after` more as for the
+/// whole core; or up to the first that differs, which then shares the
+/// secret's bits with what the echo was cut to, and is taken too.
 pub(super) fn base64_shared(
     hay: &[u8],
     start: usize,
     end: usize,
     before: u8,
     after: u8,
+    outer: Option<&Outer>,
 ) -> (usize, usize) {
     let at = |k: usize| hay.get(k).copied();
     let crosses = |from: usize, len: usize, before: Option<u8>, after: Option<u8>| {
@@ -167,11 +183,39 @@ pub(super) fn base64_shared(
             b
         }
     };
+    // Either alphabet: a middle core without `+/-_` is both alphabets'.
+    let same = |k: usize, want: u8| {
+        let fold = |c: u8| match c {
+            b'-' => b'+',
+            b'_' => b'/',
+            c => c,
+        };
+        at(k).is_some_and(|c| fold(c) == fold(want))
+    };
+    let (head, tail) = outer.map_or((&[][..], &[][..]), |o| (&o.head[..], &o.tail[..]));
     let mut a = start;
+    let mut before = before;
+    for &want in head.iter().rev() {
+        let next = back(a);
+        if next == a || !same(next, want) {
+            before = 1;
+            break;
+        }
+        a = next;
+    }
     for _ in 0..before {
         a = back(a);
     }
     let mut b = end;
+    let mut after = after;
+    for &want in tail {
+        let next = forward(b);
+        if next == b || !same(next - 1, want) {
+            after = 1;
+            break;
+        }
+        b = next;
+    }
     for _ in 0..after {
         b = forward(b);
     }
@@ -429,7 +473,7 @@ mod tests {
     #[test]
     fn a_core_takes_the_characters_that_share_its_bits_over_lone_line_breaks() {
         let shared = |hay: &[u8], start: usize, end: usize, before: u8, after: u8| {
-            let (a, b) = base64_shared(hay, start, end, before, after);
+            let (a, b) = base64_shared(hay, start, end, before, after, None);
             hay.get(a..b).map(<[u8]>::to_vec).unwrap_or_default()
         };
         let wrapped = b"x QUJD\nRUZH\r\nSA\n=\n= y";

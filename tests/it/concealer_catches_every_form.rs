@@ -688,3 +688,35 @@ fn scrub_never_joins_a_reshaped_url_to_what_follows() {
     assert_eq!(concealer.conceal(&scrubbed), scrubbed);
     assert_eq!(scrubbed, "see https://[redacted] now");
 }
+
+#[test]
+fn the_base64_of_an_echo_cut_short_at_either_end_is_concealed_with_the_characters_that_share_its_bits()
+ {
+    let token = "acme/9f8e+7d6c=not-for-print-0042";
+    let concealer = Concealer::new([token]);
+    // What an engine that cut its echo short wrote: the base64 of all but
+    // the token's last three characters, and of all but one or two of its
+    // first ones too.
+    for echo in [
+        "YWNtZS85ZjhlKzdkNmM9bm90LWZvci1wcmludC0w",
+        "Y21lLzlmOGUrN2Q2Yz1ub3QtZm9yLXByaW50LTA",
+        "bWUvOWY4ZSs3ZDZjPW5vdC1mb3ItcHJpbnQtMD",
+    ] {
+        for (text, kept) in [
+            (echo.to_owned(), String::new()),
+            (
+                format!("{{\"echo\": \"{echo}\"}}"),
+                "{\"echo\": \"\"}".to_owned(),
+            ),
+            (format!("said {echo}."), "said .".to_owned()),
+        ] {
+            let out = concealer.conceal(&text);
+            assert_eq!(out.matches(REDACTED).count(), 1, "{out}");
+            assert_eq!(out.replace(REDACTED, ""), kept, "{text} became {out}");
+        }
+    }
+    // Between unrelated base64 characters, the one beside the echo that
+    // shares its bits goes with it, and no more than that.
+    let out = concealer.conceal("QUJDYWNtZS85ZjhlKzdkNmM9bm90LWZvci1wcmludC0wRUZH");
+    assert!(out.starts_with("QUJD") && out.ends_with("UZH"), "{out}");
+}

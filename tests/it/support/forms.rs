@@ -381,6 +381,28 @@ pub fn every_form(token: &str) -> Vec<(String, String)> {
     for (at, core) in cores(token).into_iter().enumerate() {
         all.push((format!("base64 core {at} alone"), core));
     }
+    // The base64 of an echo cut short: the token less up to one group of
+    // three bytes at either end, alone (so at each alignment).
+    let bytes = token.as_bytes();
+    for front in 0..=3 {
+        for back in 0..=3 {
+            let Some(cut) = bytes.get(front..bytes.len().saturating_sub(back)) else {
+                continue;
+            };
+            if front + back == 0 || cut.len() < 16 {
+                continue;
+            }
+            for (alphabet, encoded) in [
+                ("base64", STANDARD_NO_PAD.encode(cut)),
+                ("base64url", URL_SAFE_NO_PAD.encode(cut)),
+            ] {
+                all.push((
+                    format!("{alphabet} of the token less {front} bytes before and {back} after"),
+                    encoded,
+                ));
+            }
+        }
+    }
     let encoded = STANDARD.encode(format!("user:{token}"));
     for width in [76, 64, 10] {
         for line_break in BREAKS {
