@@ -270,8 +270,11 @@ impl TokenFile {
         let shared = Arc::clone(&self.shared);
         let (path, origin, concealer) = (self.path.clone(), self.origin.clone(), concealer.clone());
         let budget = MOST_WAIT.min(deadline.saturating_duration_since(Instant::now()));
+        // The warning of a failed read belongs to the send that began it.
+        let span = tracing::Span::current();
         let read = tokio::task::spawn_blocking(move || {
             let _reading = reading;
+            let _span = span.enter();
             let read = read::read(&path, origin, budget, &mut Clock::new());
             shared.keep(read, &path, &concealer);
         });
