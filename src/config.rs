@@ -76,9 +76,10 @@ pub(crate) enum TokenSource {
 impl TokenSource {
     /// The token to send with now, and which one it is; for a file, what
     /// was wrong with it when no good token was ever read from it.
-    pub(crate) fn current(
+    pub(crate) async fn current(
         &self,
         now: Instant,
+        deadline: Instant,
         concealer: &Concealer,
     ) -> Result<Current, FileProblem> {
         match self {
@@ -86,21 +87,22 @@ impl TokenSource {
                 header: header.clone(),
                 generation: 0,
             }),
-            TokenSource::File(file) => file.current(now, concealer),
+            TokenSource::File(file) => file.current(now, deadline, concealer).await,
         }
     }
 
     /// After the engine rejected the token `judged`: the token a file holds
     /// now, when it is another one.
-    pub(crate) fn replaced(
+    pub(crate) async fn replaced(
         &self,
         judged: u64,
         now: Instant,
+        deadline: Instant,
         concealer: &Concealer,
     ) -> Option<Current> {
         match self {
             TokenSource::Fixed(_) => None,
-            TokenSource::File(file) => file.replaced(judged, now, concealer),
+            TokenSource::File(file) => file.replaced(judged, now, deadline, concealer).await,
         }
     }
 

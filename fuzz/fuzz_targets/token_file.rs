@@ -4,11 +4,19 @@
 //! with every letter and digit changed (which is as usable or unusable),
 //! so no part of the content shows in it, even where the content happens
 //! to be words of the message itself.
+//!
+//! The same bytes are then a script for a writer that acts on a real
+//! token file between the read's system calls and during its waits: a pipe
+//! renamed over the path between the look and the open, whole files
+//! renamed over it, in-place rewrites in small pieces (torn writes), a
+//! removal, a directory, whole-second file times. The read must end (an
+//! open that waited on the pipe would hang the run), send only a content
+//! the file held whole, and say what is wrong without quoting any content.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use meterwire::fuzzing::token_file;
+use meterwire::fuzzing::{token_file, token_file_raced};
 
 fuzz_target!(|data: &[u8]| {
     match token_file(data) {
@@ -23,6 +31,23 @@ fuzz_target!(|data: &[u8]| {
             let changed: Vec<u8> = data.iter().map(|&b| rotated(b)).collect();
             let said_of_changed = token_file(&changed).expect_err("as unusable");
             assert_eq!(said, said_of_changed, "what is said depends on the content");
+        }
+    }
+
+    let raced = token_file_raced(data);
+    match &raced.read {
+        Ok(header) => {
+            let token = header.strip_prefix("Bearer ").expect("a bearer header");
+            assert!(
+                raced.whole.iter().any(|whole| whole.trim() == token),
+                "sent {token:?}, which the file never held whole: {:?}",
+                raced.whole
+            );
+        }
+        Err(said) => {
+            for part in ["mw-fuzz", "mw fuzz", "Q7vX2kP9"] {
+                assert!(!said.contains(part), "{said:?} quotes the content");
+            }
         }
     }
 });

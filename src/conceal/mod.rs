@@ -151,12 +151,27 @@ struct Inner {
     /// How many distinct secrets are concealed; all `Debug` may reveal.
     secrets: usize,
     matcher: Matcher,
-    /// The secrets themselves, for a concealer that learns one more.
+    /// The secrets it was built with and those it learned since: kept for
+    /// as long as it lives.
     sources: Vec<SecretString>,
+    /// The tokens a file that rotates held last, which [`Concealer::hold`]
+    /// replaces as a whole: a bounded set, however often the file rotates.
+    held: Vec<SecretString>,
+}
+
+/// The secrets a concealer knew at one moment ([`Concealer::known`]), for
+/// a reader that derives bounds from them to see when to derive them anew.
+pub(crate) struct Known(Arc<Inner>);
+
+impl PartialEq for Known {
+    fn eq(&self, other: &Known) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Inner {
-    fn build(mut secrets: Vec<&str>) -> Inner {
+    fn build(sources: Vec<&str>, held: Vec<&str>) -> Inner {
+        let mut secrets: Vec<&str> = sources.iter().chain(&held).copied().collect();
         secrets.sort_unstable();
         secrets.dedup();
         let matcher = if secrets.is_empty() {
@@ -164,11 +179,21 @@ impl Inner {
         } else {
             compile(&secrets)
         };
+        let keep = |secrets: Vec<&str>| secrets.into_iter().map(SecretString::from).collect();
         Inner {
             secrets: secrets.len(),
             matcher,
-            sources: secrets.into_iter().map(SecretString::from).collect(),
+            sources: keep(sources),
+            held: keep(held),
         }
+    }
+
+    fn sources(&self) -> Vec<&str> {
+        self.sources.iter().map(|s| s.expose_secret()).collect()
+    }
+
+    fn held(&self) -> Vec<&str> {
+        self.held.iter().map(|s| s.expose_secret()).collect()
     }
 }
 
@@ -274,14 +299,14 @@ impl Concealer {
 
     fn build(secrets: Vec<&str>) -> Concealer {
         Concealer {
-            inner: Arc::new(ArcSwap::from_pointee(Inner::build(secrets))),
+            inner: Arc::new(ArcSwap::from_pointee(Inner::build(secrets, Vec::new()))),
         }
     }
 
     /// Conceals `secret` too, from now on, in this concealer and every
-    /// clone of it, besides every secret it knew: a token read from a file
-    /// that rotates joins the tokens read before it, so an answer that
-    /// echoes the old one after the switch is concealed as well.
+    /// clone of it, besides every secret it knew, for as long as it lives
+    /// (a Redis password read from the hold's address).
+    #[cfg(feature = "redis")]
     pub(crate) fn learn(&self, secret: &str) {
         let parts: Vec<&str> = parts_of([secret], MIN_SECRET_CHARS, false).collect();
         if parts.is_empty() {
@@ -292,19 +317,32 @@ impl Concealer {
             if parts.iter().all(known) {
                 return Arc::clone(inner);
             }
-            let mut all: Vec<&str> = inner.sources.iter().map(|s| s.expose_secret()).collect();
+            let mut all = inner.sources();
             all.extend(parts.iter().copied());
-            Arc::new(Inner::build(all))
+            Arc::new(Inner::build(all, inner.held()))
         });
     }
 
-    /// A concealer of the secrets this one knows now, which learns no
-    /// more: what a stream conceals with, so that every piece of it is
-    /// concealed the same way.
-    pub(crate) fn snapshot(&self) -> Concealer {
-        Concealer {
-            inner: Arc::new(ArcSwap::new(self.inner.load_full())),
-        }
+    /// Conceals exactly `tokens` besides the secrets it was built with and
+    /// learned, in this concealer and every clone of it, from the next
+    /// text on (a stream already open included): the tokens a file that
+    /// rotates held last, which replace those held before. The caller keeps
+    /// the set bounded, so each rotation rebuilds over a bounded number of
+    /// secrets (`DESIGN.md`, "Tokens that rotate").
+    pub(crate) fn hold<'a>(&self, tokens: impl IntoIterator<Item = &'a str>) {
+        let parts: Vec<&str> = parts_of(tokens, MIN_SECRET_CHARS, false).collect();
+        self.inner.rcu(|inner| {
+            if inner.held() == parts {
+                return Arc::clone(inner);
+            }
+            Arc::new(Inner::build(inner.sources(), parts.clone()))
+        });
+    }
+
+    /// Which secrets this concealer knows now: equal to what a later call
+    /// gives while it learns or drops none.
+    pub(crate) fn known(&self) -> Known {
+        Known(self.inner.load_full())
     }
 
     /// The state every method reads, loaded once per call.

@@ -54,14 +54,17 @@ impl Concealer {
     /// A stream that conceals a text arriving in pieces exactly as
     /// [`Concealer::conceal`] conceals it whole.
     pub(crate) fn stream(&self) -> ConcealStream {
-        // The secrets known now: a stream conceals every piece the same way.
-        ConcealStream::new(self.snapshot())
+        // The concealer itself, not the secrets it knows now: a token that
+        // rotates while the stream is open is concealed from the next piece.
+        ConcealStream::new(self.clone())
     }
 }
 
 /// Conceals a text pushed in pieces; see the module docs.
 pub(crate) struct ConcealStream {
     concealer: Concealer,
+    /// The concealer's state the reach and the barriers were read with.
+    state: std::sync::Arc<super::Inner>,
     /// [`Concealer::reach`], and the radius it is twice.
     reach: usize,
     radius: usize,
@@ -86,9 +89,11 @@ pub(crate) struct ConcealStream {
 
 impl ConcealStream {
     fn new(concealer: Concealer) -> ConcealStream {
+        let state = concealer.inner.load_full();
         let reach = concealer.reach();
         ConcealStream {
             concealer,
+            state,
             reach,
             radius: reach / 2,
             buf: String::new(),
@@ -105,8 +110,17 @@ impl ConcealStream {
     /// joins characters split across network pieces) and appends to `out`
     /// the concealed text that can be released now.
     pub(crate) fn push(&mut self, piece: &str, out: &mut String) {
-        // The stream's concealer is a snapshot: this is the state it had.
         let state = self.concealer.inner.load_full();
+        if !std::sync::Arc::ptr_eq(&state, &self.state) {
+            // The concealer learned or dropped a secret (a token file that
+            // rotated): what is held is concealed with the new state, held
+            // to its reach, and looked at again for barriers, which a new
+            // secret's characters can remove. What was released is gone.
+            self.reach = self.concealer.reach();
+            self.radius = self.reach / 2;
+            self.looked = self.held_from;
+            self.state = std::sync::Arc::clone(&state);
+        }
         let search = match &state.matcher {
             Matcher::Nothing => return out.push_str(piece),
             Matcher::FailClosed => return self.fail_closed(piece, out),

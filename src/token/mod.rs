@@ -7,7 +7,7 @@
 //! to turn it into the `authorization` header (marked sensitive, so HTTP/2
 //! never indexes it and debug output hides it) and into the [`Concealer`]
 //! that removes it from everything the crate prints. `file.rs` keeps a
-//! token that comes from a file that rotates.
+//! token that comes from a file that rotates, and `read.rs` reads it.
 //!
 //! A value that is not visible ASCII is refused by name before anything is
 //! sent: a line break in a header value is how a header is smuggled into a
@@ -21,6 +21,7 @@ use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 
 pub(crate) mod file;
+pub(crate) mod read;
 
 use crate::conceal::Concealer;
 use crate::env::Env;
@@ -117,10 +118,11 @@ impl Token {
         header
     }
 
-    /// Teaches `concealer` this token as well as those it knew: a token
-    /// read from a file that rotates joins the ones before it.
-    pub(crate) fn conceal_in(&self, concealer: &Concealer) {
-        concealer.learn(self.value.expose_secret());
+    /// Has `concealer` conceal exactly these tokens of a file that
+    /// rotates (the current one and those it replaced), in place of those
+    /// it held before.
+    pub(crate) fn hold_in(tokens: &[Token], concealer: &Concealer) {
+        concealer.hold(tokens.iter().map(|token| token.value.expose_secret()));
     }
 
     /// Whether `other` is the same token.
@@ -178,5 +180,25 @@ mod tests {
         let (header, _) = token.arm(&Env::new());
         assert!(header.is_sensitive());
         assert_eq!(header, "Bearer mw-0123456789");
+    }
+
+    #[test]
+    fn holding_tokens_replaces_those_held_before_and_keeps_every_other_secret() {
+        let env = Env::from_pairs([("GITHUB_TOKEN", "ghp_0123456789abcdefghij")]);
+        let concealer = Concealer::with_env(["mw-given-0123456789"], &env);
+        let token = |value: &str| Token::new(value, from("T_TOKEN_FILE")).unwrap();
+        let (first, second) = (token("mw-first-0123456789"), token("mw-second-0123456789"));
+        Token::hold_in(std::slice::from_ref(&first), &concealer);
+        assert_eq!(format!("{concealer:?}"), "Concealer { secrets: 3 }");
+        Token::hold_in(std::slice::from_ref(&second), &concealer);
+        assert_eq!(format!("{concealer:?}"), "Concealer { secrets: 3 }");
+        assert_eq!(
+            concealer.conceal("mw-given-0123456789 ghp_0123456789abcdefghij mw-second-0123456789"),
+            "[redacted] [redacted] [redacted]"
+        );
+        assert_eq!(
+            concealer.conceal("mw-first-0123456789"),
+            "mw-first-0123456789"
+        );
     }
 }

@@ -302,7 +302,14 @@ impl HttpTransport {
         let site = &target.site;
         let limits = &self.inner.limits;
         let concealer = &self.inner.concealer;
-        let mut token = match target.token.current(Instant::now(), concealer) {
+        // The deadline covers the token file's read too: a read that
+        // cannot end in time keeps the last good token.
+        let deadline = Deadline::new(started, options.deadline.unwrap_or(self.inner.deadline));
+        let current = target
+            .token
+            .current(Instant::now(), deadline.at(), concealer)
+            .await;
+        let mut token = match current {
             Ok(token) => token,
             Err(problem) => {
                 let path = target.token.file().map(TokenFile::path).unwrap_or_default();
@@ -314,10 +321,11 @@ impl HttpTransport {
             // The latch belongs to the token it judged: while it stands,
             // every send looks at the file again (a read, not a request),
             // and a token the file has since replaced goes out.
-            match target
+            let replaced = target
                 .token
-                .replaced(token.generation, Instant::now(), concealer)
-            {
+                .replaced(token.generation, Instant::now(), deadline.at(), concealer)
+                .await;
+            match replaced {
                 Some(new) => token = new,
                 None => {
                     return (
@@ -327,7 +335,6 @@ impl HttpTransport {
                 }
             }
         }
-        let deadline = Deadline::new(started, options.deadline.unwrap_or(self.inner.deadline));
         let policy = &self.inner.retries;
         let key = options
             .key
@@ -408,11 +415,15 @@ impl HttpTransport {
                     // (a rejected token is not billed), whatever the policy.
                     let rejected = matches!(refusal.status(), Some(401 | 403))
                         && refusal.cause() == crate::refusal::Cause::NoEngine;
-                    if rejected
-                        && !rotated
-                        && deadline.allows(now)
-                        && let Some(new) = target.token.replaced(token.generation, now, concealer)
-                    {
+                    let replaced = if rejected && !rotated && deadline.allows(now) {
+                        target
+                            .token
+                            .replaced(token.generation, now, deadline.at(), concealer)
+                            .await
+                    } else {
+                        None
+                    };
+                    if let Some(new) = replaced {
                         tracing::debug!(
                             attempt,
                             "the token file holds a new token; once more with it"

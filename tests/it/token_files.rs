@@ -11,7 +11,7 @@ use std::time::Duration;
 use meterwire::{Cause, Env, HttpTransport, Refusal};
 use wiremock::{Match, Mock, MockServer, Request, ResponseTemplate};
 
-use crate::support::{SCOPE, assert_refusal_shape};
+use crate::support::{GUARD, SCOPE, assert_refusal_shape};
 
 const OLD: &str = "mw-file-old-Q7vX2kP9zR4tL8wN";
 const NEW: &str = "mw-file-new-8fJ3mZ1qT6yH0cBv";
@@ -580,4 +580,401 @@ async fn a_scoped_file_twin_comes_before_the_shared_variable() {
         .expect("builds");
     transport.send("{}").await.expect("the scoped file's token");
     assert_eq!(sent_with(&server).await, [NEW]);
+}
+
+/// Writes `content` to a temporary file last modified an hour ago, and
+/// renames it over `path`: a rotation long settled, which a read adopts at
+/// once (a file modified a moment ago is read again until it stands still).
+fn replace_settled(path: &Path, content: &str) {
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, content).expect("write");
+    settle(&temporary);
+    std::fs::rename(&temporary, path).expect("rename");
+}
+
+/// Marks `path` as last modified an hour ago.
+fn settle(path: &Path) {
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_modified(an_hour_ago))
+        .expect("set the modification time");
+}
+
+/// A loopback engine whose first connection answers with `head` and
+/// `first`, then waits for `release` before it writes `rest` and ends; every
+/// later connection answers `200 {}` at once and closes. `opened` is
+/// notified once the first answer's head and first piece are written.
+async fn holding_engine(
+    head: String,
+    first: String,
+    rest: String,
+    opened: Arc<tokio::sync::Notify>,
+    release: Arc<tokio::sync::Notify>,
+) -> String {
+    use tokio::io::AsyncWriteExt as _;
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    crate::support::raw_http::answering(4, move |mut stream| {
+        let n = connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let (head, first, rest) = (head.clone(), first.clone(), rest.clone());
+        let (opened, release) = (opened.clone(), release.clone());
+        async move {
+            if n == 0 {
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(first.as_bytes()).await;
+                let _ = stream.flush().await;
+                opened.notify_one();
+                release.notified().await;
+                let _ = stream.write_all(rest.as_bytes()).await;
+                let _ = stream.flush().await;
+            } else {
+                let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                              content-length: 2\r\nconnection: close\r\n\r\n{}";
+                let _ = stream.write_all(answer.as_bytes()).await;
+                let _ = stream.flush().await;
+            }
+        }
+    })
+    .await
+}
+
+/// A transport reading `file` at every send, against the engine at `address`.
+fn reading_every_send_at(address: &str, file: &Path) -> HttpTransport {
+    HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", address)]))
+        .token_file(file)
+        .token_file_interval(Duration::ZERO)
+        .build()
+        .expect("builds")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_open_across_a_rotation_conceals_the_token_that_replaced_its_own() {
+    let dir = Dir::new("stream-across");
+    let file = dir.join("token");
+    replace_settled(&file, OLD);
+    let (opened, release) = (
+        Arc::new(tokio::sync::Notify::new()),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    let line = format!("echo {OLD} | {NEW}\n");
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\n\
+                transfer-encoding: chunked\r\n\r\n"
+        .to_owned();
+    let first = "6\r\nhello\n\r\n".to_owned();
+    let rest = format!("{:x}\r\n{line}\r\n0\r\n\r\n", line.len());
+    let address = holding_engine(head, first, rest, opened.clone(), release.clone()).await;
+    let transport = reading_every_send_at(&address, &file);
+    let mut stream = tokio::time::timeout(GUARD, transport.stream("{}"))
+        .await
+        .expect("in time")
+        .expect("a stream, sent with the old token");
+    opened.notified().await;
+    // The rotation, and a send that reads the new token, while the
+    // stream is open.
+    replace_settled(&file, NEW);
+    tokio::time::timeout(GUARD, transport.send("{}"))
+        .await
+        .expect("in time")
+        .expect("answered with the new token");
+    release.notify_one();
+    let mut lines = Vec::new();
+    while let Some(line) = tokio::time::timeout(GUARD, stream.next_line())
+        .await
+        .expect("in time")
+    {
+        lines.push(line.expect("a line"));
+    }
+    assert_eq!(lines, ["hello", "echo [redacted] | [redacted]"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_answer_in_flight_across_a_rotation_conceals_the_token_that_replaced_its_own() {
+    let dir = Dir::new("answer-across");
+    let file = dir.join("token");
+    replace_settled(&file, OLD);
+    let (opened, release) = (
+        Arc::new(tokio::sync::Notify::new()),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    let first = "echo ".to_owned();
+    let rest = format!("{OLD} | {NEW}");
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+        first.len() + rest.len()
+    );
+    let address = holding_engine(head, first, rest, opened.clone(), release.clone()).await;
+    let transport = reading_every_send_at(&address, &file);
+    let in_flight = tokio::spawn({
+        let transport = transport.clone();
+        async move { transport.send("{}").await }
+    });
+    opened.notified().await;
+    // Time for the client to read the head and begin the body.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    replace_settled(&file, NEW);
+    tokio::time::timeout(GUARD, transport.send("{}"))
+        .await
+        .expect("in time")
+        .expect("answered with the new token");
+    release.notify_one();
+    let answer = tokio::time::timeout(GUARD, in_flight)
+        .await
+        .expect("in time")
+        .expect("the task ends")
+        .expect("answered with the old token");
+    assert_eq!(answer.text(), "echo [redacted] | [redacted]");
+}
+
+/// A pipe renamed over the path between the reader's look at it and its
+/// open of it: the open must not wait for a writer. The swaps go on as fast
+/// as a thread can make them while sends run; every send is answered with
+/// the last good token, none hangs.
+#[cfg(unix)]
+#[test]
+fn a_pipe_swapped_in_between_the_look_and_the_open_never_blocks_a_send() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let dir = Dir::new("pipe-swap");
+    let file = dir.join("token");
+    let (regular, pipe) = (dir.join("regular"), dir.join("pipe"));
+    std::fs::write(&regular, OLD).expect("write");
+    settle(&regular);
+    std::fs::hard_link(&regular, &file).expect("link");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo makes the pipe");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sender = {
+        let (file, stop, done) = (file.clone(), stop.clone(), done.clone());
+        let (regular, pipe) = (regular.clone(), pipe.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            let outcome = runtime.block_on(async move {
+                let server = MockServer::start().await;
+                Mock::given(wiremock::matchers::any())
+                    .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+                    .mount(&server)
+                    .await;
+                let transport = HttpTransport::builder(SCOPE)
+                    .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+                    .token_file(&file)
+                    .token_file_interval(Duration::ZERO)
+                    .deadline(Duration::from_secs(2))
+                    .build()
+                    .expect("builds");
+                transport.send("{}").await.expect("the first read is whole");
+                // The swapper: the pipe over the path, then the file back,
+                // through hard links renamed over it.
+                let swapper = std::thread::spawn({
+                    let (file, stop) = (file.clone(), stop.clone());
+                    move || {
+                        let (to_pipe, to_regular) =
+                            (file.with_extension("p"), file.with_extension("r"));
+                        let mut swaps = 0u64;
+                        while !stop.load(Ordering::SeqCst) {
+                            let _ = std::fs::hard_link(&pipe, &to_pipe);
+                            let _ = std::fs::rename(&to_pipe, &file);
+                            let _ = std::fs::hard_link(&regular, &to_regular);
+                            let _ = std::fs::rename(&to_regular, &file);
+                            swaps += 1;
+                        }
+                        swaps
+                    }
+                });
+                let started = std::time::Instant::now();
+                let mut refused = Vec::new();
+                while started.elapsed() < Duration::from_secs(4)
+                    && done.load(Ordering::SeqCst) < 3000
+                {
+                    if let Err(refusal) = transport.send("{}").await {
+                        refused.push(refusal.reason().to_owned());
+                    }
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+                stop.store(true, Ordering::SeqCst);
+                let swaps = swapper.join().expect("the swapper ends");
+                let sent = sent_with(&server).await;
+                (refused, swaps, sent)
+            });
+            let _ = tx.send(outcome);
+        })
+    };
+    let outcome = rx.recv_timeout(Duration::from_secs(30));
+    stop.store(true, Ordering::SeqCst);
+    let Ok((refused, swaps, sent)) = outcome else {
+        // Free the send stuck in the open, so the thread can end.
+        let pipe = pipe.clone();
+        std::thread::spawn(move || std::fs::OpenOptions::new().write(true).open(pipe));
+        panic!(
+            "a send blocked on the pipe after {} sends",
+            done.load(Ordering::SeqCst)
+        );
+    };
+    sender.join().expect("the sender ends");
+    assert!(refused.is_empty(), "{refused:?}");
+    assert!(swaps > 100, "{swaps} swaps");
+    assert!(sent.len() > 100, "{} sends", sent.len());
+    assert!(sent.iter().all(|token| token == OLD), "{sent:?}");
+}
+
+/// Rewrites `path` in place, `rounds` times, each time truncated and
+/// written a few bytes at a time (alternately `a` and `b`), then left whole
+/// for a while.
+fn rewrite_in_small_writes(path: &Path, a: &str, b: &str, rounds: usize, hold: Duration) {
+    use std::io::Write as _;
+    for round in 0..rounds {
+        let content = if round % 2 == 0 { b } else { a };
+        let mut file = std::fs::File::create(path).expect("truncate");
+        for chunk in content.as_bytes().chunks(3) {
+            file.write_all(chunk).expect("write");
+            std::thread::sleep(Duration::from_micros(300));
+        }
+        drop(file);
+        std::thread::sleep(hold);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_rewritten_in_place_in_small_writes_is_never_sent_or_learned_torn() {
+    const A: &str = "mw-torn-aaaa-Q7vX2kP9zR4tL8wN";
+    const B: &str = "mw-torn-bbbb-8fJ3mZ1qT6yH0cBv";
+    let dir = Dir::new("torn");
+    let file = dir.join("token");
+    std::fs::write(&file, A).expect("write");
+    settle(&file);
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .mount(&server)
+        .await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+        .token_file(&file)
+        .token_file_interval(Duration::ZERO)
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("the first token");
+    let writer = std::thread::spawn({
+        let file = file.clone();
+        move || rewrite_in_small_writes(&file, A, B, 12, Duration::from_millis(250))
+    });
+    let mut sends = 0;
+    while !writer.is_finished() {
+        tokio::time::timeout(GUARD, transport.send("{}"))
+            .await
+            .expect("in time")
+            .expect("no send is refused");
+        sends += 1;
+    }
+    writer.join().expect("the writer ends");
+    let sent = sent_with(&server).await;
+    let torn: Vec<&String> = sent.iter().filter(|t| *t != A && *t != B).collect();
+    assert!(torn.is_empty(), "{} torn of {sends}: {torn:?}", torn.len());
+    assert!(sent.iter().any(|t| t == B), "the rewrites were read");
+    // Only the two whole tokens were learned: no part of one is concealed.
+    assert_eq!(
+        format!("{:?}", transport.concealer()),
+        "Concealer { secrets: 2 }"
+    );
+    for cut in 4..A.len() {
+        assert_eq!(transport.concealer().conceal(&A[..cut]), &A[..cut]);
+        assert_eq!(transport.concealer().conceal(&B[..cut]), &B[..cut]);
+    }
+}
+
+/// A file rewritten in place without pause keeps changing while it is
+/// read: the send does not wait past its deadline for it to stand still,
+/// goes with the last good token, and sends on other clones meanwhile are
+/// not held up by the read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_never_stands_still_keeps_the_last_good_token_within_the_deadline() {
+    const A: &str = "mw-busy-aaaa-Q7vX2kP9zR4tL8wN";
+    const B: &str = "mw-busy-bbbb-8fJ3mZ1qT6yH0cBv";
+    let dir = Dir::new("busy");
+    let file = dir.join("token");
+    std::fs::write(&file, A).expect("write");
+    settle(&file);
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .mount(&server)
+        .await;
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+        .token_file(&file)
+        .token_file_interval(Duration::ZERO)
+        .deadline(Duration::from_millis(1500))
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("the first token");
+    let writer = std::thread::spawn({
+        let file = file.clone();
+        move || rewrite_in_small_writes(&file, A, B, 60, Duration::from_millis(5))
+    });
+    let clone = transport.clone();
+    let mut slowest = Duration::ZERO;
+    let mut sends = 0;
+    while !writer.is_finished() {
+        let started = std::time::Instant::now();
+        let (one, other) = tokio::join!(transport.send("{}"), clone.send("{}"));
+        one.expect("no send is refused");
+        other.expect("no send is refused");
+        slowest = slowest.max(started.elapsed());
+        sends += 2;
+    }
+    writer.join().expect("the writer ends");
+    let sent = sent_with(&server).await;
+    assert!(sent.iter().all(|t| t == A), "{sends} sends: {sent:?}");
+    assert!(slowest < Duration::from_millis(1500), "{slowest:?}");
+}
+
+#[tokio::test]
+async fn many_rotations_keep_the_concealer_to_the_current_token_and_the_eight_before() {
+    let dir = Dir::new("many");
+    let file = dir.join("token");
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+        .mount(&server)
+        .await;
+    let token = |n: usize| format!("mw-rotation-{n:04}-Q7vX2kP9zR4tL8wN");
+    let transport = HttpTransport::builder(SCOPE)
+        .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+        .token_file(&file)
+        .token_file_interval(Duration::ZERO)
+        .build()
+        .expect("builds");
+    const ROTATIONS: usize = 200;
+    for n in 0..ROTATIONS {
+        replace_settled(&file, &token(n));
+        transport.send("{}").await.expect("answered");
+        let held = (n + 1).min(9);
+        assert_eq!(
+            format!("{:?}", transport.concealer()),
+            format!("Concealer {{ secrets: {held} }}"),
+            "after {} rotations",
+            n + 1
+        );
+    }
+    let sent = sent_with(&server).await;
+    assert_eq!(sent.len(), ROTATIONS);
+    assert!(sent.iter().enumerate().all(|(n, t)| *t == token(n)));
+    // The current token and the eight before it stay concealed.
+    for n in ROTATIONS - 9..ROTATIONS {
+        assert_eq!(
+            transport.concealer().conceal(&token(n)),
+            "[redacted]",
+            "{n}"
+        );
+    }
 }

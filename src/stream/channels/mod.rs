@@ -44,7 +44,7 @@ use self::json_spans::strings;
 use super::ending::scripted_refusal;
 use super::{AnswerStream, Event, Source};
 use crate::conceal::joined::Beginnings;
-use crate::conceal::{Concealer, REDACTED};
+use crate::conceal::{Concealer, Known, REDACTED};
 use crate::refusal::status::{Fix, unreachable_remedy};
 use crate::refusal::{Cause, Refusal};
 
@@ -161,7 +161,11 @@ pub(crate) struct Joined<T> {
 }
 
 struct State {
+    /// The transport's concealer itself, not a copy: a token that rotates
+    /// while the stream is open is concealed from the next item on.
     concealer: Concealer,
+    /// The secrets `beginnings` and the limits were derived from.
+    known: Known,
     beginnings: Beginnings,
     names: HashMap<String, usize>,
     channels: Vec<Channel>,
@@ -172,6 +176,30 @@ struct State {
     context: usize,
     channel_limit: usize,
     held_limit: usize,
+}
+
+impl State {
+    /// The context and the limits, from the secrets' beginnings and reach.
+    fn bound(&mut self) {
+        let reach = self.concealer.reach();
+        self.context = 3 * self.beginnings.longest() + 8;
+        self.channel_limit = reach.max(self.context);
+        self.held_limit = reach.saturating_mul(4).max(MIN_HELD_BYTES);
+    }
+
+    /// Derives the beginnings and limits anew when the concealer learned or
+    /// dropped a secret (a token file that rotated) since they were.
+    fn refresh(&mut self) {
+        let known = self.concealer.known();
+        if known == self.known {
+            return;
+        }
+        self.known = known;
+        if let Some(beginnings) = self.concealer.beginnings() {
+            self.beginnings = beginnings;
+            self.bound();
+        }
+    }
 }
 
 /// An item held, with where its strings stand and what they became.
@@ -195,20 +223,22 @@ impl<T: Carrier> Joined<T> {
     /// which conceals nothing).
     pub(crate) fn new(concealer: Option<&Concealer>) -> Joined<T> {
         let state = concealer.and_then(|concealer| {
-            let concealer = concealer.snapshot();
+            let concealer = concealer.clone();
+            let known = concealer.known();
             let beginnings = concealer.beginnings()?;
-            let reach = concealer.reach();
-            let context = 3 * beginnings.longest() + 8;
-            Some(Box::new(State {
+            let mut state = State {
                 concealer,
+                known,
                 beginnings,
                 names: HashMap::new(),
                 channels: Vec::new(),
                 blocks: BTreeMap::new(),
-                context,
-                channel_limit: reach.max(context),
-                held_limit: reach.saturating_mul(4).max(MIN_HELD_BYTES),
-            }))
+                context: 0,
+                channel_limit: 0,
+                held_limit: 0,
+            };
+            state.bound();
+            Some(Box::new(state))
         });
         Joined {
             state,
@@ -267,6 +297,7 @@ impl<T: Carrier> Joined<T> {
             self.ready.push_back(item);
             return Ok(());
         };
+        state.refresh();
         let seq = self.next_seq;
         self.next_seq += 1;
         let kind = item.kind();
