@@ -452,10 +452,19 @@ impl HttpTransportBuilder {
             .tls_certs_merge(certs);
         if let Some(proxy) = &self.proxy {
             let refused = || BuildError::Proxy {
-                shown: crate::address::redact_address(proxy),
+                shown: crate::refusal::site::shown_address(
+                    &crate::address::redact_address(proxy),
+                    &config::concealer_for(
+                        self.token.as_ref(),
+                        self.env.as_ref().unwrap_or(&Env::from_process()),
+                    ),
+                ),
             };
-            let scheme = url::Url::parse(proxy.trim()).map_err(|_| refused())?;
-            if !PROXY_SCHEMES.contains(&scheme.scheme()) {
+            let parsed = url::Url::parse(proxy.trim()).map_err(|_| refused())?;
+            // An `@` past the authority means a password with a `/`, `?`
+            // or `#` in it cut the host short: the proxy named is not the
+            // one meant.
+            if !PROXY_SCHEMES.contains(&parsed.scheme()) || crate::address::has_stray_at(&parsed) {
                 return Err(refused());
             }
             client = client.proxy(Proxy::all(proxy.trim()).map_err(|_| refused())?);
