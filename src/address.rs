@@ -96,6 +96,15 @@ impl Address {
             origin: origin.clone(),
             why: e.to_string(),
         })?;
+        // Before the scheme is quoted: in `user:pass@host` the "scheme" is
+        // the user, and the password is in the path.
+        if has_stray_at(&url) {
+            return Err(AddressError::Malformed {
+                shown: redact_unparsed(value),
+                origin,
+                why: STRAY_AT.to_owned(),
+            });
+        }
         if url.scheme() != "http" && url.scheme() != "https" {
             return Err(AddressError::Scheme {
                 shown: redact_url(&url),
@@ -208,45 +217,72 @@ fn redact_url(url: &Url) -> String {
     redact_flags(&shown)
 }
 
+/// Why an address with an `@` outside its userinfo is refused.
+const STRAY_AT: &str = "an @ follows its host: a /, ?, # or \\ in a user:password@ part ends the host early, and an engine's address carries no userinfo; an @ its path or query needs is written %40";
+
+/// Whether an `@` sits in the path, query or fragment. The URL parser ends
+/// the authority at the first `/`, `?`, `#` (or `\`), so in
+/// `https://user:pa/ss@host/` the host is `user`, and the rest of the
+/// password and the real host are in the path: such a URL cannot be shown
+/// from its parts.
+pub(crate) fn has_stray_at(url: &Url) -> bool {
+    url.path().contains('@')
+        || url.query().is_some_and(|query| query.contains('@'))
+        || url
+            .fragment()
+            .is_some_and(|fragment| fragment.contains('@'))
+}
+
 /// Redacts address-like text that may not parse as a URL at all (a
-/// malformed address, or an engine given as a command line): userinfo,
-/// query and fragment as for a URL, and the value of every credential-named
-/// `--flag=value`.
-///
+/// malformed address, a proxy, or an engine given as a command line):
+/// userinfo, query and fragment as for a URL, and the value of every
+/// credential-named `--flag=value`.
 pub(crate) fn redact_address(text: &str) -> String {
     let text = text.trim();
     if let Ok(url) = Url::parse(text)
         && url.has_host()
+        && !has_stray_at(&url)
     {
         return redact_url(&url);
     }
-    // Not a URL with a host: cut at the first `?` or `#`, and hide anything
-    // before an `@` in what looks like an authority.
-    let mut shown = String::with_capacity(text.len());
-    let (head, tail) = match text.find(['?', '#']) {
-        Some(at) => text.split_at(at),
-        None => (text, ""),
+    redact_unparsed(text)
+}
+
+/// Redacts text that is not a URL whose parts can be trusted. Where its
+/// userinfo ends cannot be told from its shape (a password may hold `/`,
+/// `?`, `#`, `:` or `@`), so everything after the scheme up to the last
+/// `@` is hidden, and after that `@` everything from the first `?` or `#`.
+/// Written by hand: a URL parser is exactly what has failed here.
+fn redact_unparsed(text: &str) -> String {
+    let text = text.trim();
+    let (scheme, rest) = match text.find("://") {
+        Some(end) if is_scheme(&text[..end]) => text.split_at(end + 3),
+        _ => ("", text),
     };
-    match (head.find("://"), head.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let authority_end = head[scheme_end + 3..]
-                .find('/')
-                .map_or(head.len(), |i| scheme_end + 3 + i);
-            if at < authority_end {
-                shown.push_str(&head[..scheme_end + 3]);
-                shown.push_str(REDACTED);
-                shown.push_str(&head[at..]);
-            } else {
-                shown.push_str(head);
-            }
+    let mut shown = String::with_capacity(text.len());
+    shown.push_str(scheme);
+    let rest = match rest.rfind('@') {
+        Some(at) => {
+            shown.push_str(REDACTED);
+            &rest[at..]
         }
-        _ => shown.push_str(head),
-    }
-    if let Some(mark) = tail.chars().next() {
-        shown.push(mark);
-        shown.push_str(REDACTED);
+        None => rest,
+    };
+    match rest.find(['?', '#']) {
+        Some(at) => {
+            shown.push_str(&rest[..=at]);
+            shown.push_str(REDACTED);
+        }
+        None => shown.push_str(rest),
     }
     redact_flags(&shown)
+}
+
+/// A URL scheme: a letter, then letters, digits, `+`, `-` or `.`.
+fn is_scheme(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// Hides the value of `--name=value` where the name is credential-shaped, as
@@ -365,5 +401,72 @@ mod tests {
             redact_address("http//broken?secret=1"),
             "http//broken?[redacted]"
         );
+    }
+
+    #[test]
+    fn an_address_that_does_not_parse_hides_everything_before_its_last_at() {
+        for (value, shown) in [
+            (
+                "https://user:s3cret/Passw0rdXYZ@engine.example/v1",
+                "https://[redacted]@engine.example/v1",
+            ),
+            (
+                "https://user:s3cret#Passw0rdXYZ@engine.example/v1",
+                "https://[redacted]@engine.example/v1",
+            ),
+            (
+                "https://user:s3cret?Passw0rdXYZ@engine.example/v1?k=v",
+                "https://[redacted]@engine.example/v1?[redacted]",
+            ),
+            (
+                "user:s3cretPassw0rdXYZ@engine.example/v1",
+                "[redacted]@engine.example/v1",
+            ),
+            (
+                "https://a@b:c/d@e?f@engine.example:99999/v1#x",
+                "https://[redacted]@engine.example:99999/v1#[redacted]",
+            ),
+            (
+                "https://engine.example:99999/v1",
+                "https://engine.example:99999/v1",
+            ),
+        ] {
+            assert_eq!(redact_address(value), shown, "{value}");
+            let refused = Address::parse(value, from("E_ENGINE")).unwrap_err();
+            assert!(
+                matches!(refused, AddressError::Malformed { .. }),
+                "{value}: {refused:?}"
+            );
+            assert_eq!(refused.shown(), shown, "{value}");
+        }
+    }
+
+    #[test]
+    fn an_at_after_the_host_is_refused_though_the_url_parses() {
+        // Each parses: the host is `user` and the password's tail is in
+        // the path, query or fragment.
+        for value in [
+            "https://user:8443/Passw0rdXYZ@engine.example/v1",
+            "https://user:8443?Passw0rdXYZ@engine.example/v1",
+            "https://user#Passw0rdXYZ@engine.example/v1",
+            "https://user:p@ss?w0rdXYZ@engine.example/v1",
+            "https://user:8443\\Passw0rdXYZ@engine.example/v1",
+        ] {
+            let refused = Address::parse(value, from("E_ENGINE")).unwrap_err();
+            match &refused {
+                AddressError::Malformed { shown, why, .. } => {
+                    assert_eq!(shown, "https://[redacted]@engine.example/v1", "{value}");
+                    assert!(why.contains("%40"), "{why}");
+                }
+                other => panic!("{value}: not malformed: {other:?}"),
+            }
+            assert_eq!(
+                redact_address(value),
+                "https://[redacted]@engine.example/v1",
+                "{value}"
+            );
+        }
+        // An @ written as %40 is no userinfo.
+        assert!(Address::parse("https://engine.example/users/%40me", from("E_ENGINE")).is_ok());
     }
 }

@@ -326,6 +326,28 @@ mod raced {
 /// record's `(why, asked ms, asked at Unix ms)`, or `None` for a value it
 /// did not write; and what writing that record back stores.
 #[cfg(feature = "redis")]
+/// Every way an address or a proxy as the caller gave it is shown: its
+/// redacted text, and what parsing it as an engine's address shows (the
+/// address and host it names, or the error's redacted value and the scheme
+/// or host it quotes).
+pub fn shown_address(text: &str) -> Vec<String> {
+    use crate::address::{Address, AddressError};
+    let mut shown = vec![crate::address::redact_address(text)];
+    match Address::parse(text, crate::origin::Origin::Variable("E_ENGINE".to_owned())) {
+        Ok(address) => shown.extend([address.to_string(), address.host()]),
+        Err(error) => {
+            shown.push(error.shown().to_owned());
+            match error {
+                AddressError::Scheme { scheme, .. } => shown.push(scheme),
+                AddressError::UserInfo { host, .. } => shown.push(host),
+                // Its words are the crate's or the URL parser's own.
+                AddressError::Malformed { .. } => {}
+            }
+        }
+    }
+    shown
+}
+
 pub fn shared_record(value: &[u8]) -> Option<((String, u128, u128), String)> {
     crate::limits::shared::Record::decode_for_fuzzing(value)
 }

@@ -42,10 +42,7 @@ pub(super) async fn read_head(
             break false;
         }
         match timeout_at(deadline.at(), response.chunk()).await {
-            Ok(Ok(Some(chunk))) => {
-                let room = DETAIL_READ_LIMIT - head.len();
-                head.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            }
+            Ok(Ok(Some(chunk))) => keep(&mut head, &chunk),
             Ok(Ok(None)) => break true,
             Ok(Err(_)) | Err(_) => break false,
         }
@@ -59,6 +56,25 @@ pub(super) async fn read_head(
         .stream()
         .push(&String::from_utf8_lossy(&head), &mut released);
     (released.into_bytes(), arrived)
+}
+
+/// Adds what `head` has room for of `chunk`. The head is held across every
+/// await of its read, once per send in flight (256 sends reading large
+/// error pages hold 256 heads at once), so it grows by doubling, as a `Vec`
+/// grows, but never past the limit: plain doubling from 56 KiB would hold
+/// 112 KiB for 64. The chunk is not kept: holding it would keep the HTTP
+/// client's whole read buffer alive.
+fn keep(head: &mut Vec<u8>, chunk: &[u8]) {
+    let kept = &chunk[..chunk.len().min(DETAIL_READ_LIMIT - head.len())];
+    if head.capacity() - head.len() < kept.len() {
+        let wanted = head
+            .capacity()
+            .saturating_mul(2)
+            .min(DETAIL_READ_LIMIT)
+            .max(head.len() + kept.len());
+        head.reserve_exact(wanted - head.len());
+    }
+    head.extend_from_slice(kept);
 }
 
 /// Reads an answer body of at most `cap` bytes, concealing it as it
@@ -134,5 +150,40 @@ fn reserve(text: &mut String, release: usize, cap: usize) {
             .min(cap)
             .max(text.len().saturating_add(release));
         text.reserve_exact(wanted - text.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_head_never_holds_more_than_its_limit_however_the_pieces_fall() {
+        const KIB: usize = 1024;
+        // As hyper reads a body that is all there (each read twice the
+        // last), in tiny pieces, in one piece past the limit, and in pieces
+        // that end just short of it.
+        let cases: [&[usize]; 4] = [
+            &[8 * KIB - 300, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB],
+            &[1; 70 * KIB],
+            &[300 * KIB],
+            &[56 * KIB, 8 * KIB - 1, 2],
+        ];
+        for pieces in cases {
+            let mut head = Vec::new();
+            let mut offered = Vec::new();
+            for (i, &len) in pieces.iter().enumerate() {
+                let piece: Vec<u8> = (0..len).map(|j| b'a' + ((i + j) % 26) as u8).collect();
+                offered.extend_from_slice(&piece);
+                keep(&mut head, &piece);
+                assert!(
+                    head.capacity() <= DETAIL_READ_LIMIT,
+                    "{} bytes held after {} pieces",
+                    head.capacity(),
+                    i + 1
+                );
+            }
+            assert_eq!(head, offered[..offered.len().min(DETAIL_READ_LIMIT)]);
+        }
     }
 }

@@ -77,8 +77,9 @@ pub enum BuildError {
     Client,
     /// The shared hold given with [`HttpTransportBuilder::shared_hold`]
     /// cannot be used: its URL is not a `redis://` or `rediss://` URL with a
-    /// host, or its key or wait is not one a hold can keep. The message
-    /// names what to fix, never the URL's password.
+    /// host, or its key or wait is not one a hold can keep (a key, or the
+    /// scope a default key is made from, that holds a secret included). The
+    /// message names what to fix, never the URL's password or the key.
     #[cfg(feature = "redis")]
     #[error("{0}")]
     SharedHold(String),
@@ -325,7 +326,11 @@ impl HttpTransportBuilder {
     /// The Redis key of the [`shared_hold`](Self::shared_hold), in place of
     /// `meterwire:hold:<scope>:<engine host>`: processes that give the same
     /// key share one hold (say, one per account when several accounts use
-    /// one engine). 1 to 256 bytes, no control characters.
+    /// one engine). 1 to 256 bytes, no control characters. Redis keeps the
+    /// key in the clear, so [`build`](Self::build) fails with
+    /// [`BuildError::SharedHold`] for a key in which the concealer finds a
+    /// secret (the token in any form, the Redis password), and, when no key
+    /// is named, for a scope that holds one.
     #[cfg(feature = "redis")]
     pub fn shared_hold_key(mut self, key: impl Into<String>) -> Self {
         self.shared_hold.key = Some(key.into());
@@ -452,10 +457,19 @@ impl HttpTransportBuilder {
             .tls_certs_merge(certs);
         if let Some(proxy) = &self.proxy {
             let refused = || BuildError::Proxy {
-                shown: crate::address::redact_address(proxy),
+                shown: crate::refusal::site::shown_address(
+                    &crate::address::redact_address(proxy),
+                    &config::concealer_for(
+                        self.token.as_ref(),
+                        self.env.as_ref().unwrap_or(&Env::from_process()),
+                    ),
+                ),
             };
-            let scheme = url::Url::parse(proxy.trim()).map_err(|_| refused())?;
-            if !PROXY_SCHEMES.contains(&scheme.scheme()) {
+            let parsed = url::Url::parse(proxy.trim()).map_err(|_| refused())?;
+            // An `@` past the authority means a password with a `/`, `?`
+            // or `#` in it cut the host short: the proxy named is not the
+            // one meant.
+            if !PROXY_SCHEMES.contains(&parsed.scheme()) || crate::address::has_stray_at(&parsed) {
                 return Err(refused());
             }
             client = client.proxy(Proxy::all(proxy.trim()).map_err(|_| refused())?);
@@ -497,13 +511,9 @@ impl HttpTransportBuilder {
                     .as_ref()
                     .map(|target| target.site.host())
                     .unwrap_or_default();
-                let key = self
-                    .shared_hold
-                    .key
-                    .unwrap_or_else(|| SharedHold::default_key(&self.scope, &host));
-                let wait = self.shared_hold.wait.unwrap_or(DEFAULT_WAIT);
                 // Redis's password is a secret like the token: concealed
-                // wherever the engine or a log could show it.
+                // wherever the engine or a log could show it, and kept out
+                // of the key.
                 if let Some(password) = url::Url::parse(url.expose_secret())
                     .ok()
                     .and_then(|url| url.password().map(str::to_owned))
@@ -512,6 +522,9 @@ impl HttpTransportBuilder {
                         percent_encoding::percent_decode_str(&password).decode_utf8_lossy();
                     settled.concealer.learn(&decoded);
                 }
+                let key =
+                    shared_hold_key(self.shared_hold.key, &self.scope, &host, &settled.concealer)?;
+                let wait = self.shared_hold.wait.unwrap_or(DEFAULT_WAIT);
                 let shared =
                     SharedHold::new(url.expose_secret(), key, wait, settled.concealer.clone())
                         .map_err(|error| BuildError::SharedHold(error.to_string()))?;
@@ -542,6 +555,48 @@ impl HttpTransportBuilder {
                 stream_deadline: self.stream_deadline,
             }),
         })
+    }
+}
+
+/// The shared hold's key: the one given, or the default made from the scope
+/// and the engine's host. Redis stores the key in the clear and every
+/// command names it (`PTTL`, `GETRANGE`, `EVAL`), where no concealer
+/// reaches: a key the concealer would change holds a secret, and is refused
+/// here rather than written. The error names the setting, never its value.
+#[cfg(feature = "redis")]
+fn shared_hold_key(
+    given: Option<String>,
+    scope: &str,
+    host: &str,
+    concealer: &crate::conceal::Concealer,
+) -> Result<String, BuildError> {
+    let holds_secret = |text: &str| concealer.conceal(text) != text;
+    let refused = |what: &str, fix: &str| {
+        BuildError::SharedHold(format!(
+            "{what} holds a secret (the token, the Redis password or a credential of the \
+             environment), and Redis would keep it in the clear in the shared hold's key; {fix}"
+        ))
+    };
+    match given {
+        Some(key) if holds_secret(&key) => Err(refused(
+            "the shared hold's key",
+            "give HttpTransportBuilder::shared_hold_key a name for the account, not a credential",
+        )),
+        Some(key) => Ok(key),
+        None if holds_secret(scope) => Err(refused(
+            "the scope, which the shared hold's default key is made from,",
+            "give a scope without the secret, or name the key with HttpTransportBuilder::shared_hold_key",
+        )),
+        None => {
+            let key = crate::limits::shared::SharedHold::default_key(scope, host);
+            if holds_secret(&key) {
+                return Err(refused(
+                    "the shared hold's default key, made from the scope and the engine's host,",
+                    "name the key with HttpTransportBuilder::shared_hold_key",
+                ));
+            }
+            Ok(key)
+        }
     }
 }
 

@@ -10,3 +10,4 @@ mod support;
 
 mod blocking;
 mod fleet;
+mod shared_hold_keys;

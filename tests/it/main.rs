@@ -11,6 +11,7 @@
 
 mod support;
 
+mod addresses_that_do_not_parse;
 mod chains;
 mod conceal_at_the_door;
 mod concealer_across_lines;
