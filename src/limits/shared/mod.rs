@@ -16,9 +16,10 @@
 //!
 //! | case | Redis round trips |
 //! |---|---|
-//! | no hold anywhere (the common path) | 1: [`SharedHold::check`], `PTTL` and `GETRANGE` pipelined |
-//! | the fleet's hold is in force | 1: the check; the send is held, nothing goes to the engine |
-//! | the engine's answer starts or lengthens a hold | 2: the check, then [`SharedHold::extend`] (one `EVAL`) |
+//! | no hold anywhere (the common path) | 1: [`SharedHold::ask`], one `EVAL` that reads the hold, takes one from the fleet's budget, and writes the figure the last answer gave |
+//! | the fleet's hold is in force, or its budget spent | 1: the ask; the send is held (or waits), nothing goes to the engine |
+//! | the engine's answer starts or lengthens a hold | 2: the ask, then [`SharedHold::extend`] (one `EVAL`, in the background) |
+//! | the first send into a window that just reset | 2: the ask, then its answer's figure written at once, in the background, for the members waiting on it |
 //! | a process's first send | the connect (TCP, TLS for `rediss://`, one pipelined handshake) and the check, all within the wait; a connect not done by then goes on in the background, for at most 2 s |
 //! | Redis down, silent or refusing | none while backing off (1 s, doubling to 16 s): the shared hold is skipped without waiting; one send per back-off tries again, for at most the wait |
 //!
@@ -34,6 +35,33 @@
 //! outside the process (anyone who may write the key wrote it): at most 160
 //! printable ASCII characters, and quoted only where the concealer sees it.
 //! Every log line here passes through the transport's concealer too.
+//!
+//! # The fleet's budget
+//!
+//! A hash beside the hold, `meterwire:budget:<scope>:<host:port>` (or the
+//! hold's own key with `:budget` appended, for a key the caller named):
+//! `left`, the requests left in the window; `end`, when the window resets,
+//! in Redis's own milliseconds (`TIME`), so no process's clock is trusted
+//! over another's; `probe`, until when the one send let go first into a
+//! new window is out. Each ask takes one from `left` while the window
+//! lasts, or answers how long until it resets; it first sets `left` from
+//! the latest figure this process read (what the engine said, less this
+//! process's sends in flight then and started since), never above what is
+//! there within the window, so N processes start no more sends than the
+//! engine said were left. The key outlives its window by [`GRACE`]: the
+//! first ask after the reset is let go alone ([`PROBE`] at most), and the
+//! others wait for what its answer says rather than all spend a small quota
+//! at once. An engine that sends no fields never writes the key, and the
+//! ask only reads the hold. Nothing of the token is in it.
+//!
+//! # A Redis that answers late
+//!
+//! A send waits for Redis no longer than the wait; an answer that comes
+//! later is still read (for at most [`LATE`]) and used by the next send,
+//! and Redis is not counted down for being slow: a busy machine does not
+//! blind the process to the fleet for a back-off. Writes (a hold, the first
+//! figure of a window) go in the background, bounded by [`LATE`], so what a
+//! process learns is written even while reads come late.
 //!
 //! # The end only grows
 //!
@@ -59,7 +87,8 @@ mod link;
 mod record;
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 // redis-rs (the `redis` crate): Rust's most used Redis client, released
@@ -72,11 +101,12 @@ use std::time::Duration;
 // needs a runtime when it is built. The connection (`link`) is made by one
 // background task at a time, bounded, and replaced after any failure.
 use redis::{Client, ConnectionAddr, Value};
-use tokio::time::{Instant, timeout_at};
+use tokio::sync::oneshot;
+use tokio::time::{Instant, timeout, timeout_at};
 
 use self::link::{Link, describe};
-use self::record::{Fault, Found, MAX_PX, MAX_VALUE, read_check, read_extend};
-pub(crate) use self::record::{Record, Shared};
+use self::record::{Fault, Found, MAX_PX, MAX_VALUE, read_ask, read_extend};
+pub(crate) use self::record::{Fleet, Record, Shared};
 use crate::clock::later;
 use crate::conceal::Concealer;
 
@@ -86,6 +116,90 @@ pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(50);
 /// The longest key a caller may name.
 const MAX_KEY: usize = 256;
 
+/// How long an answer from Redis is waited for in the background after
+/// the send stopped waiting, and how long a write may take: past it, Redis
+/// is counted down.
+pub(crate) const LATE: Duration = Duration::from_secs(2);
+
+/// How long the one send let go first into a window that just reset is
+/// out before another may go first: the others wait on its answer.
+pub(crate) const PROBE: Duration = Duration::from_millis(50);
+
+/// How long the fleet's budget outlives its window, so that the first ask
+/// after the reset is let go alone.
+pub(crate) const GRACE: Duration = Duration::from_secs(5);
+
+/// The fleet's hold read, its budget set from the figure given and taken
+/// from, in one round trip. `KEYS[1]` the hold, `KEYS[2]` the budget;
+/// `ARGV`: the figure (empty for none), its reset in ms, and two flags:
+/// take one (`1…`), the send may wait on a probe (`…1`). `@VALUE@`,
+/// `@PROBE@` and `@GRACE@` are set when the hold is built (the last byte of
+/// the hold's value read, the probe's and the grace's ms): Redis refuses a
+/// request of more than ten parts from a client that has not
+/// authenticated, and so would say nothing of a missing password.
+///
+/// It answers the hold's `PTTL` and value (as a check did), then what the
+/// budget said: `0` open (no budget), `1` took one (and what is left, and
+/// the ms to the reset), `2` spent (ms to the reset), `3` let go first
+/// into a new window, `4` wait on the one let go first (ms).
+const ASK: &str = "\
+local pttl = redis.call('PTTL', KEYS[1]) \
+local value = redis.pcall('GETRANGE', KEYS[1], 0, @VALUE@) \
+local t = redis.call('TIME') \
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
+local left, wend, probe = nil, nil, 0 \
+local h = redis.pcall('HMGET', KEYS[2], 'left', 'end', 'probe') \
+if type(h) == 'table' and not h.err then \
+  left = tonumber(h[1]) wend = tonumber(h[2]) probe = tonumber(h[3]) or 0 \
+end \
+if not (left and wend) then left = nil wend = nil end \
+local figure = tonumber(ARGV[1]) \
+if figure then \
+  if left and now < wend then \
+    if figure < left then left = figure end \
+  else \
+    left = figure wend = now + tonumber(ARGV[2]) probe = 0 \
+  end \
+  redis.call('DEL', KEYS[2]) \
+  redis.call('HSET', KEYS[2], 'left', left, 'end', wend, 'probe', probe) \
+  redis.call('PEXPIRE', KEYS[2], wend - now + @GRACE@) \
+end \
+local code, n, ms = 0, 0, 0 \
+if string.sub(ARGV[3], 1, 1) == '1' and pttl <= 0 and left then \
+  if now < wend then \
+    if left > 0 then \
+      left = left - 1 \
+      redis.call('HSET', KEYS[2], 'left', left) \
+      code, n, ms = 1, left, wend - now \
+    else \
+      code, ms = 2, wend - now \
+    end \
+  elseif probe <= now then \
+    redis.call('HSET', KEYS[2], 'probe', now + @PROBE@) \
+    code = 3 \
+  elseif string.sub(ARGV[3], 2, 2) == '1' then \
+    code, ms = 4, probe - now \
+  end \
+end \
+return {pttl, value, code, n, ms}";
+
+/// What an attempt asks of the fleet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ask {
+    /// Take one from the budget (an attempt about to go), or only write.
+    pub(crate) take: bool,
+    /// The send may wait out the probe's short interval.
+    pub(crate) may_wait: bool,
+    /// The latest figure this process read, and the time to its reset.
+    pub(crate) set: Option<(u64, Duration)>,
+}
+
+/// What the fleet answered: its hold in force, and what its budget said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Checked {
+    pub(crate) hold: Option<Shared>,
+    pub(crate) budget: Fleet,
+}
 /// `KEYS[1]` ends no sooner than `ARGV[2]` ms from now, recording
 /// `ARGV[1]`: set only when the time left is shorter (or there is no key,
 /// `-2`, or a key that never expires, `-1`).
@@ -107,9 +221,16 @@ pub(crate) struct SharedHold {
     shown_key: String,
     /// The transport's concealer, which every log line passes through.
     concealer: Concealer,
-    /// A check's request, encoded once.
-    check: redis::Pipeline,
+    /// The fleet's budget's key, and as logs name it.
+    budget_key: String,
+    /// The ask's script, its constants set.
+    script: String,
+    shown_budget_key: String,
     link: Arc<Mutex<Link>>,
+    /// An answer that came after its send stopped waiting, and when.
+    late: Mutex<Option<(Instant, Checked)>>,
+    /// Redis was said to be slow (once).
+    slow_warned: AtomicBool,
 }
 
 /// What building a shared hold found wrong. No message names the URL's
@@ -173,24 +294,26 @@ impl SharedHold {
             }
             _ => return Err(SharedHoldError::Scheme(parsed.scheme().to_owned())),
         };
-        let mut check = redis::pipe();
-        check
-            .cmd("PTTL")
-            .arg(&key)
-            .cmd("GETRANGE")
-            .arg(&key)
-            .arg(0)
-            .arg(MAX_VALUE - 1)
-            .ignore_errors();
+        let budget_key = match key.strip_prefix("meterwire:hold:") {
+            Some(rest) => format!("meterwire:budget:{rest}"),
+            None => format!("{key}:budget"),
+        };
         Ok(SharedHold {
             client,
             shown_key: concealer.conceal(&key).into_owned(),
+            shown_budget_key: concealer.conceal(&budget_key).into_owned(),
             redis: concealer.conceal(&redis).into_owned(),
             concealer,
             key,
+            budget_key,
+            script: ASK
+                .replace("@VALUE@", &(MAX_VALUE - 1).to_string())
+                .replace("@PROBE@", &millis(PROBE).to_string())
+                .replace("@GRACE@", &millis(GRACE).to_string()),
             wait,
-            check,
             link: Arc::new(Mutex::new(Link::default())),
+            late: Mutex::new(None),
+            slow_warned: AtomicBool::new(false),
         })
     }
 
@@ -222,12 +345,115 @@ impl SharedHold {
         format!("Redis {}, key {}", self.redis, self.shown_key)
     }
 
-    /// The fleet's hold in force now, if any, within the wait. A Redis that
-    /// is down, slow, refusing or answering garbage gives `None` (and one
-    /// warning until it answers again); so does a key holding a value this
-    /// code did not write (one warning until a good one is read).
-    pub(crate) async fn check(&self) -> Option<Shared> {
-        match self.exchange(&self.check, read_check).await? {
+    /// The fleet's budget as a refusal names it.
+    pub(crate) fn shown_budget(&self) -> String {
+        format!("Redis {}, key {}", self.redis, self.shown_budget_key)
+    }
+
+    /// The fleet's hold in force now, if any, within the wait (an ask that
+    /// takes nothing and writes nothing).
+    #[cfg(test)]
+    pub(crate) async fn check(self: &Arc<Self>) -> Option<Shared> {
+        let ask = Ask {
+            take: false,
+            may_wait: false,
+            set: None,
+        };
+        self.ask(ask).await.and_then(|checked| checked.hold)
+    }
+
+    /// The fleet's hold in force now and what its budget says, within the
+    /// wait, in one round trip; `ask.set` written first. A Redis that is
+    /// down, refusing or answering garbage gives `None` (and one warning
+    /// until it answers again); so does a key holding a value this code did
+    /// not write (one warning until a good one is read). A Redis that
+    /// answers after the wait gives `None` now, and its answer to
+    /// [`SharedHold::late`].
+    pub(crate) async fn ask(self: &Arc<Self>, ask: Ask) -> Option<Checked> {
+        let now = Instant::now();
+        let ticket = self.ticket(now)?;
+        let until = later(now, self.wait);
+        let (number, mut conn) = match timeout_at(until, self.connection()).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(fault)) => {
+                self.failed(ticket, None, &fault);
+                return None;
+            }
+            Err(_) => {
+                self.failed(ticket, None, &Fault::Slow { connected: false });
+                return None;
+            }
+        };
+        let pipe = self.ask_pipe(ask);
+        let (tell, mut told) = oneshot::channel();
+        let this = Arc::clone(self);
+        // The request goes on past the send's wait, in a task of its own:
+        // a late answer is still read, and used by the next send.
+        tokio::spawn(async move {
+            let answer = match timeout(LATE, pipe.query_async::<Value>(&mut conn)).await {
+                Ok(Ok(answer)) => read_ask(answer),
+                Ok(Err(error)) => Err(Fault::Broken(describe(&error))),
+                Err(_) => Err(Fault::Late),
+            };
+            match answer {
+                Ok((found, budget)) => {
+                    this.answered(ticket);
+                    let checked = Checked {
+                        hold: this.found(found),
+                        budget,
+                    };
+                    if let Err(checked) = tell.send(checked) {
+                        let mut late = this.late.lock().unwrap_or_else(PoisonError::into_inner);
+                        *late = Some((Instant::now(), checked));
+                    }
+                }
+                Err(fault) => this.failed(ticket, Some(number), &fault),
+            }
+        });
+        match timeout_at(until, &mut told).await {
+            Ok(answer) => answer.ok(),
+            Err(_) => {
+                told.close();
+                if let Ok(checked) = told.try_recv() {
+                    return Some(checked);
+                }
+                self.was_slow();
+                None
+            }
+        }
+    }
+
+    /// The answer that came after its send stopped waiting, if one did
+    /// since the last call, and when it came.
+    pub(crate) fn late(&self) -> Option<(Instant, Checked)> {
+        self.late
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn ask_pipe(&self, ask: Ask) -> redis::Pipeline {
+        let (figure, reset) = match ask.set {
+            Some((figure, reset)) => (figure.to_string(), millis(reset)),
+            None => (String::new(), 0),
+        };
+        let mut pipe = redis::pipe();
+        let flags = format!("{}{}", u8::from(ask.take), u8::from(ask.may_wait));
+        pipe.cmd("EVAL")
+            .arg(&self.script)
+            .arg(2)
+            .arg(&self.key)
+            .arg(&self.budget_key)
+            .arg(figure)
+            .arg(reset.max(1))
+            .arg(flags)
+            .ignore_errors();
+        pipe
+    }
+
+    /// The hold a check found, its value's health recorded.
+    fn found(&self, found: Found) -> Option<Shared> {
+        match found {
             Found::Nothing => {
                 self.value_was_good();
                 None
@@ -241,6 +467,23 @@ impl SharedHold {
                 None
             }
         }
+    }
+
+    /// A send stopped waiting for Redis: said once at `WARN`; Redis is not
+    /// counted down for it.
+    fn was_slow(&self) {
+        if self.slow_warned.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let said = format!(
+            "the shared hold on Redis {} did not answer within {} ms; the send kept to this \
+             process's own hold and budget, and Redis's answer, when it comes, is used by the \
+             next send (said once)",
+            self.redis,
+            self.wait.as_millis()
+        );
+        let said = self.concealer.conceal(&said);
+        tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");
     }
 
     /// Makes the fleet's hold end no sooner than `left` from now, recording
@@ -265,9 +508,10 @@ impl SharedHold {
         let _ = self.exchange(&pipe, read_extend).await;
     }
 
-    /// One pipelined request and its answer read by `read`, within the
-    /// wait; `None` when Redis is skipped for a back-off or failed (which
-    /// is recorded, and warned about once).
+    /// One pipelined request and its answer read by `read`, within
+    /// [`LATE`] (writes go in the background); `None` when Redis is
+    /// skipped for a back-off or failed (which is recorded, and warned
+    /// about once).
     async fn exchange<T>(
         &self,
         pipe: &redis::Pipeline,
@@ -275,7 +519,7 @@ impl SharedHold {
     ) -> Option<T> {
         let now = Instant::now();
         let ticket = self.ticket(now)?;
-        let until = later(now, self.wait);
+        let until = later(now, LATE);
         let mut made = None;
         let asked = async {
             let (number, mut conn) = self.connection().await?;
@@ -325,6 +569,12 @@ fn check_key(key: &str) -> Result<(), SharedHoldError> {
     Ok(())
 }
 
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .min(MAX_PX)
+}
+
 fn host_port(host: &str, port: u16) -> String {
     if host.contains(':') && !host.starts_with('[') {
         format!("[{host}]:{port}")
@@ -365,10 +615,10 @@ mod tests {
         Concealer::new([TOKEN])
     }
 
-    pub(super) fn hold_at(url: &str) -> SharedHold {
+    pub(super) fn hold_at(url: &str) -> Arc<SharedHold> {
         let key = SharedHold::default_key("acme", "engine.example:443");
         match SharedHold::new(url, key, WAIT, concealer()) {
-            Ok(hold) => hold,
+            Ok(hold) => Arc::new(hold),
             Err(error) => panic!("{url} should make a shared hold: {error}"),
         }
     }
@@ -522,6 +772,7 @@ mod tests {
         let redis = Redis::with_password("a-redis-password");
         let key = SharedHold::default_key("acme", "engine.example:443");
         let shared = SharedHold::new(&redis.url(), key, WAIT, concealer()).expect("a shared hold");
+        let shared = Arc::new(shared);
         let hold = Hold {
             until: Instant::now() + Duration::from_secs(30),
             asked_at: SystemTime::now(),
