@@ -159,17 +159,18 @@ impl Budget {
 
     /// The latest figure for the fleet, taken (each is handed over once):
     /// less the sends started since it was read, its reset less the time
-    /// since; none when its window has passed.
+    /// since, and that time; none when its window has passed.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn pending(&self, now: Instant) -> Option<(u64, Duration)> {
+    pub(crate) fn pending(&self, now: Instant) -> Option<(u64, Duration, Duration)> {
         let mut state = self.lock();
         let pending = state.pending.take()?;
+        let age = now.saturating_duration_since(pending.at);
         let reset = pending
             .reset
-            .checked_sub(now.saturating_duration_since(pending.at))
+            .checked_sub(age)
             .filter(|reset| !reset.is_zero())?;
         let since = state.started.wrapping_sub(pending.started);
-        Some((pending.figure.saturating_sub(since), reset))
+        Some((pending.figure.saturating_sub(since), reset, age))
     }
 
     /// The fleet took one for the send about to start, leaving `left` for
@@ -269,7 +270,10 @@ mod tests {
         budget.learn(now, &said(5, 1000), &early, HOUR);
         assert_eq!(budget.lock().window.as_ref().map(|w| w.left), Some(2));
         drop(later_ones);
-        assert_eq!(budget.pending(now), Some((2, Duration::from_secs(1))));
+        assert_eq!(
+            budget.pending(now),
+            Some((2, Duration::from_secs(1), Duration::ZERO))
+        );
         assert_eq!(budget.pending(now), None, "handed over once");
     }
 

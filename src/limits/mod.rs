@@ -142,9 +142,6 @@ impl Limits {
             let now = Instant::now();
             let ask = shared::Ask {
                 take: true,
-                may_wait: policy.attempts() > 1
-                    && shared::PROBE <= policy.waits_for()
-                    && later(now, shared::PROBE) < deadline,
                 set: self.budget.pending(now),
             };
             if let Some(checked) = shared.ask(ask).await {
@@ -312,7 +309,6 @@ impl Limits {
         tokio::spawn(async move {
             let ask = shared::Ask {
                 take: false,
-                may_wait: false,
                 set: Some(set),
             };
             let _ = shared.ask(ask).await;

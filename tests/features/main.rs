@@ -9,4 +9,5 @@
 mod support;
 
 mod blocking;
+mod budget;
 mod fleet;

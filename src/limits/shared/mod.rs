@@ -131,8 +131,10 @@ pub(crate) const GRACE: Duration = Duration::from_secs(5);
 
 /// The fleet's hold read, its budget set from the figure given and taken
 /// from, in one round trip. `KEYS[1]` the hold, `KEYS[2]` the budget;
-/// `ARGV`: the figure (empty for none), its reset in ms, and two flags:
-/// take one (`1…`), the send may wait on a probe (`…1`). `@VALUE@`,
+/// `ARGV`: the figure (empty for none), its reset in ms, `1` to take one
+/// (`0` only writes), and how long ago the figure was read, in ms (a
+/// figure read before the window in Redis ended says nothing of the next
+/// one, and is dropped). `@VALUE@`,
 /// `@PROBE@` and `@GRACE@` are set when the hold is built (the last byte of
 /// the hold's value read, the probe's and the grace's ms): Redis refuses a
 /// request of more than ten parts from a client that has not
@@ -141,7 +143,9 @@ pub(crate) const GRACE: Duration = Duration::from_secs(5);
 /// It answers the hold's `PTTL` and value (as a check did), then what the
 /// budget said: `0` open (no budget), `1` took one (and what is left, and
 /// the ms to the reset), `2` spent (ms to the reset), `3` let go first
-/// into a new window, `4` wait on the one let go first (ms).
+/// into a new window, `4` the one let go first is out (ms until another
+/// may go): this send waits or is held, as for a spent window, since what
+/// the new window holds is not known yet.
 const ASK: &str = "\
 local pttl = redis.call('PTTL', KEYS[1]) \
 local value = redis.pcall('GETRANGE', KEYS[1], 0, @VALUE@) \
@@ -155,17 +159,21 @@ end \
 if not (left and wend) then left = nil wend = nil end \
 local figure = tonumber(ARGV[1]) \
 if figure then \
+  local read = now - tonumber(ARGV[4]) \
+  local set = false \
   if left and now < wend then \
-    if figure < left then left = figure end \
-  else \
-    left = figure wend = now + tonumber(ARGV[2]) probe = 0 \
+    if figure < left then left = figure set = true end \
+  elseif not (left and read < wend) then \
+    left = figure wend = now + tonumber(ARGV[2]) probe = 0 set = true \
   end \
-  redis.call('DEL', KEYS[2]) \
-  redis.call('HSET', KEYS[2], 'left', left, 'end', wend, 'probe', probe) \
-  redis.call('PEXPIRE', KEYS[2], wend - now + @GRACE@) \
+  if set then \
+    redis.call('DEL', KEYS[2]) \
+    redis.call('HSET', KEYS[2], 'left', left, 'end', wend, 'probe', probe) \
+    redis.call('PEXPIRE', KEYS[2], wend - now + @GRACE@) \
+  end \
 end \
 local code, n, ms = 0, 0, 0 \
-if string.sub(ARGV[3], 1, 1) == '1' and pttl <= 0 and left then \
+if ARGV[3] == '1' and pttl <= 0 and left then \
   if now < wend then \
     if left > 0 then \
       left = left - 1 \
@@ -177,7 +185,7 @@ if string.sub(ARGV[3], 1, 1) == '1' and pttl <= 0 and left then \
   elseif probe <= now then \
     redis.call('HSET', KEYS[2], 'probe', now + @PROBE@) \
     code = 3 \
-  elseif string.sub(ARGV[3], 2, 2) == '1' then \
+  else \
     code, ms = 4, probe - now \
   end \
 end \
@@ -188,10 +196,9 @@ return {pttl, value, code, n, ms}";
 pub(crate) struct Ask {
     /// Take one from the budget (an attempt about to go), or only write.
     pub(crate) take: bool,
-    /// The send may wait out the probe's short interval.
-    pub(crate) may_wait: bool,
-    /// The latest figure this process read, and the time to its reset.
-    pub(crate) set: Option<(u64, Duration)>,
+    /// The latest figure this process read, the time to its reset, and
+    /// how long ago it was read.
+    pub(crate) set: Option<(u64, Duration, Duration)>,
 }
 
 /// What the fleet answered: its hold in force, and what its budget said.
@@ -356,7 +363,6 @@ impl SharedHold {
     pub(crate) async fn check(self: &Arc<Self>) -> Option<Shared> {
         let ask = Ask {
             take: false,
-            may_wait: false,
             set: None,
         };
         self.ask(ask).await.and_then(|checked| checked.hold)
@@ -433,12 +439,11 @@ impl SharedHold {
     }
 
     fn ask_pipe(&self, ask: Ask) -> redis::Pipeline {
-        let (figure, reset) = match ask.set {
-            Some((figure, reset)) => (figure.to_string(), millis(reset)),
-            None => (String::new(), 0),
+        let (figure, reset, age) = match ask.set {
+            Some((figure, reset, age)) => (figure.to_string(), millis(reset), millis(age)),
+            None => (String::new(), 0, 0),
         };
         let mut pipe = redis::pipe();
-        let flags = format!("{}{}", u8::from(ask.take), u8::from(ask.may_wait));
         pipe.cmd("EVAL")
             .arg(&self.script)
             .arg(2)
@@ -446,7 +451,8 @@ impl SharedHold {
             .arg(&self.budget_key)
             .arg(figure)
             .arg(reset.max(1))
-            .arg(flags)
+            .arg(u8::from(ask.take))
+            .arg(age)
             .ignore_errors();
         pipe
     }
