@@ -227,9 +227,10 @@ impl Limits {
     /// Whether this transport is a member of a fleet (a shared hold).
     fn fleet(&self) -> bool {
         #[cfg(feature = "redis")]
-        return self.shared.is_some();
+        let fleet = self.shared.is_some();
         #[cfg(not(feature = "redis"))]
-        false
+        let fleet = false;
+        fleet
     }
 
     /// Hands the fleet `hold`, which this process started or lengthened

@@ -5,7 +5,9 @@
 //!
 //! Each says when and why the engine asked, and how long is left, so an
 //! operator can tell a spent window from a network that is down. [`Hold`]
-//! and [`Latched`] are what the limits keep of it, until the window ends.
+//! and [`Latched`] are what the limits keep of it, until the window ends;
+//! [`Spent`], a requests window the budget (what the engine's answers said
+//! was left, less the sends started since) says is spent.
 
 use std::time::{Duration, SystemTime};
 

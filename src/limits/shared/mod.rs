@@ -83,12 +83,13 @@
 //! Redis and what it knows of Redis's health; [`record`] the value stored
 //! under the key and how Redis's answers are read.
 
+mod ask;
 mod link;
 mod record;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 // redis-rs (the `redis` crate): Rust's most used Redis client, released
@@ -101,11 +102,11 @@ use std::time::Duration;
 // needs a runtime when it is built. The connection (`link`) is made by one
 // background task at a time, bounded, and replaced after any failure.
 use redis::{Client, ConnectionAddr, Value};
-use tokio::sync::oneshot;
-use tokio::time::{Instant, timeout, timeout_at};
+use tokio::time::{Instant, timeout_at};
 
+pub(crate) use self::ask::{Ask, Checked};
 use self::link::{Link, describe};
-use self::record::{Fault, Found, MAX_PX, MAX_VALUE, read_ask, read_extend};
+use self::record::{Fault, MAX_PX, MAX_VALUE, read_extend};
 pub(crate) use self::record::{Fleet, Record, Shared};
 use crate::clock::later;
 use crate::conceal::Concealer;
@@ -129,84 +130,6 @@ pub(crate) const PROBE: Duration = Duration::from_millis(50);
 /// after the reset is let go alone.
 pub(crate) const GRACE: Duration = Duration::from_secs(5);
 
-/// The fleet's hold read, its budget set from the figure given and taken
-/// from, in one round trip. `KEYS[1]` the hold, `KEYS[2]` the budget;
-/// `ARGV`: the figure (empty for none), its reset in ms, `1` to take one
-/// (`0` only writes), and how long ago the figure was read, in ms (a
-/// figure read before the window in Redis ended says nothing of the next
-/// one, and is dropped). `@VALUE@`,
-/// `@PROBE@` and `@GRACE@` are set when the hold is built (the last byte of
-/// the hold's value read, the probe's and the grace's ms): Redis refuses a
-/// request of more than ten parts from a client that has not
-/// authenticated, and so would say nothing of a missing password.
-///
-/// It answers the hold's `PTTL` and value (as a check did), then what the
-/// budget said: `0` open (no budget), `1` took one (and what is left, and
-/// the ms to the reset), `2` spent (ms to the reset), `3` let go first
-/// into a new window, `4` the one let go first is out (ms until another
-/// may go): this send waits or is held, as for a spent window, since what
-/// the new window holds is not known yet.
-const ASK: &str = "\
-local pttl = redis.call('PTTL', KEYS[1]) \
-local value = redis.pcall('GETRANGE', KEYS[1], 0, @VALUE@) \
-local t = redis.call('TIME') \
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
-local left, wend, probe = nil, nil, 0 \
-local h = redis.pcall('HMGET', KEYS[2], 'left', 'end', 'probe') \
-if type(h) == 'table' and not h.err then \
-  left = tonumber(h[1]) wend = tonumber(h[2]) probe = tonumber(h[3]) or 0 \
-end \
-if not (left and wend) then left = nil wend = nil end \
-local figure = tonumber(ARGV[1]) \
-if figure then \
-  local read = now - tonumber(ARGV[4]) \
-  local set = false \
-  if left and now < wend then \
-    if figure < left then left = figure set = true end \
-  elseif not (left and read < wend) then \
-    left = figure wend = now + tonumber(ARGV[2]) probe = 0 set = true \
-  end \
-  if set then \
-    redis.call('DEL', KEYS[2]) \
-    redis.call('HSET', KEYS[2], 'left', left, 'end', wend, 'probe', probe) \
-    redis.call('PEXPIRE', KEYS[2], wend - now + @GRACE@) \
-  end \
-end \
-local code, n, ms = 0, 0, 0 \
-if ARGV[3] == '1' and pttl <= 0 and left then \
-  if now < wend then \
-    if left > 0 then \
-      left = left - 1 \
-      redis.call('HSET', KEYS[2], 'left', left) \
-      code, n, ms = 1, left, wend - now \
-    else \
-      code, ms = 2, wend - now \
-    end \
-  elseif probe <= now then \
-    redis.call('HSET', KEYS[2], 'probe', now + @PROBE@) \
-    code = 3 \
-  else \
-    code, ms = 4, probe - now \
-  end \
-end \
-return {pttl, value, code, n, ms}";
-
-/// What an attempt asks of the fleet.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Ask {
-    /// Take one from the budget (an attempt about to go), or only write.
-    pub(crate) take: bool,
-    /// The latest figure this process read, the time to its reset, and
-    /// how long ago it was read.
-    pub(crate) set: Option<(u64, Duration, Duration)>,
-}
-
-/// What the fleet answered: its hold in force, and what its budget said.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Checked {
-    pub(crate) hold: Option<Shared>,
-    pub(crate) budget: Fleet,
-}
 /// `KEYS[1]` ends no sooner than `ARGV[2]` ms from now, recording
 /// `ARGV[1]`: set only when the time left is shorter (or there is no key,
 /// `-2`, or a key that never expires, `-1`).
@@ -313,7 +236,7 @@ impl SharedHold {
             concealer,
             key,
             budget_key,
-            script: ASK
+            script: ask::ASK
                 .replace("@VALUE@", &(MAX_VALUE - 1).to_string())
                 .replace("@PROBE@", &millis(PROBE).to_string())
                 .replace("@GRACE@", &millis(GRACE).to_string()),
@@ -355,141 +278,6 @@ impl SharedHold {
     /// The fleet's budget as a refusal names it.
     pub(crate) fn shown_budget(&self) -> String {
         format!("Redis {}, key {}", self.redis, self.shown_budget_key)
-    }
-
-    /// The fleet's hold in force now, if any, within the wait (an ask that
-    /// takes nothing and writes nothing).
-    #[cfg(test)]
-    pub(crate) async fn check(self: &Arc<Self>) -> Option<Shared> {
-        let ask = Ask {
-            take: false,
-            set: None,
-        };
-        self.ask(ask).await.and_then(|checked| checked.hold)
-    }
-
-    /// The fleet's hold in force now and what its budget says, within the
-    /// wait, in one round trip; `ask.set` written first. A Redis that is
-    /// down, refusing or answering garbage gives `None` (and one warning
-    /// until it answers again); so does a key holding a value this code did
-    /// not write (one warning until a good one is read). A Redis that
-    /// answers after the wait gives `None` now, and its answer to
-    /// [`SharedHold::late`].
-    pub(crate) async fn ask(self: &Arc<Self>, ask: Ask) -> Option<Checked> {
-        let now = Instant::now();
-        let ticket = self.ticket(now)?;
-        let until = later(now, self.wait);
-        let (number, mut conn) = match timeout_at(until, self.connection()).await {
-            Ok(Ok(conn)) => conn,
-            Ok(Err(fault)) => {
-                self.failed(ticket, None, &fault);
-                return None;
-            }
-            Err(_) => {
-                self.failed(ticket, None, &Fault::Slow { connected: false });
-                return None;
-            }
-        };
-        let pipe = self.ask_pipe(ask);
-        let (tell, mut told) = oneshot::channel();
-        let this = Arc::clone(self);
-        // The request goes on past the send's wait, in a task of its own:
-        // a late answer is still read, and used by the next send.
-        tokio::spawn(async move {
-            let answer = match timeout(LATE, pipe.query_async::<Value>(&mut conn)).await {
-                Ok(Ok(answer)) => read_ask(answer),
-                Ok(Err(error)) => Err(Fault::Broken(describe(&error))),
-                Err(_) => Err(Fault::Late),
-            };
-            match answer {
-                Ok((found, budget)) => {
-                    this.answered(ticket);
-                    let checked = Checked {
-                        hold: this.found(found),
-                        budget,
-                    };
-                    if let Err(checked) = tell.send(checked) {
-                        let mut late = this.late.lock().unwrap_or_else(PoisonError::into_inner);
-                        *late = Some((Instant::now(), checked));
-                    }
-                }
-                Err(fault) => this.failed(ticket, Some(number), &fault),
-            }
-        });
-        match timeout_at(until, &mut told).await {
-            Ok(answer) => answer.ok(),
-            Err(_) => {
-                told.close();
-                if let Ok(checked) = told.try_recv() {
-                    return Some(checked);
-                }
-                self.was_slow();
-                None
-            }
-        }
-    }
-
-    /// The answer that came after its send stopped waiting, if one did
-    /// since the last call, and when it came.
-    pub(crate) fn late(&self) -> Option<(Instant, Checked)> {
-        self.late
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
-    fn ask_pipe(&self, ask: Ask) -> redis::Pipeline {
-        let (figure, reset, age) = match ask.set {
-            Some((figure, reset, age)) => (figure.to_string(), millis(reset), millis(age)),
-            None => (String::new(), 0, 0),
-        };
-        let mut pipe = redis::pipe();
-        pipe.cmd("EVAL")
-            .arg(&self.script)
-            .arg(2)
-            .arg(&self.key)
-            .arg(&self.budget_key)
-            .arg(figure)
-            .arg(reset.max(1))
-            .arg(u8::from(ask.take))
-            .arg(age)
-            .ignore_errors();
-        pipe
-    }
-
-    /// The hold a check found, its value's health recorded.
-    fn found(&self, found: Found) -> Option<Shared> {
-        match found {
-            Found::Nothing => {
-                self.value_was_good();
-                None
-            }
-            Found::Hold(shared) => {
-                self.value_was_good();
-                Some(shared)
-            }
-            Found::Garbage(what) => {
-                self.value_was_garbage(what);
-                None
-            }
-        }
-    }
-
-    /// A send stopped waiting for Redis: said once at `WARN`; Redis is not
-    /// counted down for it.
-    fn was_slow(&self) {
-        if self.slow_warned.swap(true, Ordering::Relaxed) {
-            return;
-        }
-        let said = format!(
-            "the shared hold on Redis {} did not answer within {} ms; the send kept to this \
-             process's own hold and budget, and Redis's answer, when it comes, is used by the \
-             next send (said once)",
-            self.redis,
-            self.wait.as_millis()
-        );
-        let said = self.concealer.conceal(&said);
-        tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");
     }
 
     /// Makes the fleet's hold end no sooner than `left` from now, recording
@@ -629,6 +417,14 @@ mod tests {
         }
     }
 
+    /// A shared hold whose wait is long enough for a loaded machine, for
+    /// the tests of what Redis keeps rather than of the wait.
+    pub(super) fn patient_at(url: &str) -> Arc<SharedHold> {
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        let wait = Duration::from_secs(2);
+        Arc::new(SharedHold::new(url, key, wait, concealer()).expect("a shared hold"))
+    }
+
     pub(super) fn record(why: &str, asked: Duration) -> Record {
         Record {
             why: why.to_owned(),
@@ -740,7 +536,7 @@ mod tests {
     #[tokio::test]
     async fn a_key_a_stranger_wrote_is_ignored_and_warned_about_once() {
         let redis = Redis::start();
-        let shared = hold_at(&redis.url());
+        let shared = patient_at(&redis.url());
         let key = SharedHold::default_key("acme", "engine.example:443");
         let mut connection = redis.connection();
         let (events, _guard) = capture();
