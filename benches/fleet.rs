@@ -102,7 +102,7 @@ fn commands(redis: &redis_server::Redis) -> Vec<(String, u64)> {
             Some((name.to_owned(), calls))
         })
         // The bench's own connection's INFO and RESETSTAT.
-        .filter(|(name, _)| !matches!(name.as_str(), "info" | "config"))
+        .filter(|(name, _)| !name.starts_with("info") && !name.starts_with("config"))
         .collect()
 }
 
@@ -178,14 +178,26 @@ fn main() {
         with_budget.saturating_sub(with_hold),
     );
 
+    // Redis counts the commands a script runs as well as the `EVAL`: every
+    // request the transport makes is an `EVAL`, so the `EVAL`s are its
+    // round trips, and nothing outside the ask's script may appear.
+    let in_the_script = [
+        "pttl", "getrange", "time", "hmget", "hset", "del", "pexpire",
+    ];
     for (name, transport) in [("shared hold", &hold), ("shared hold and budget", &budget)] {
         let per_send = commands_per_send(&runtime, &redis, transport, 500);
         println!("Redis commands per send, {name}: {per_send:?}");
-        assert_eq!(
-            per_send,
-            vec![("eval".to_owned(), 1.0)],
-            "{name}: one round trip per send"
-        );
+        let evals = per_send
+            .iter()
+            .find(|(command, _)| command == "eval")
+            .map_or(0.0, |(_, calls)| *calls);
+        assert_eq!(evals, 1.0, "{name}: one round trip per send");
+        for (command, _) in &per_send {
+            assert!(
+                command == "eval" || in_the_script.contains(&command.as_str()),
+                "{name}: {command} is a request of its own"
+            );
+        }
     }
     for transport in [&alone, &hold, &budget] {
         let meter = transport.meter();
