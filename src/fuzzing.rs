@@ -16,8 +16,34 @@ pub fn retry_delay(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration>
     retry::retry_hint(&headers(pairs), now).map(|hint| hint.delay)
 }
 
-pub fn exhausted(pairs: &[(&str, &[u8])]) -> Option<Duration> {
-    retry::exhausted(&headers(pairs))
+pub fn exhausted(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration> {
+    retry::Fields::read(&headers(pairs), now)
+        .exhausted
+        .map(|left| left.reset)
+}
+
+/// What the rate-limit fields say, in any dialect: the budget's
+/// `(remaining, limit, reset)` and the hold's `(what, reset)`.
+#[allow(clippy::type_complexity)]
+pub fn rate_limit_fields(
+    pairs: &[(&str, &[u8])],
+    now: SystemTime,
+) -> (
+    Option<(u64, Option<u64>, Duration)>,
+    Option<(&'static str, Duration)>,
+) {
+    let fields = retry::Fields::read(&headers(pairs), now);
+    (
+        fields
+            .budget
+            .map(|left| (left.remaining, left.limit, left.reset)),
+        fields.exhausted.map(|left| (left.what, left.reset)),
+    )
+}
+
+/// An RFC 3339 time as Anthropic's resets are read.
+pub fn rfc3339(text: &str) -> Option<SystemTime> {
+    retry::rfc3339(text)
 }
 
 /// `(error, error_description, scope)` of the `Bearer` challenge among

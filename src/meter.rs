@@ -24,6 +24,7 @@ pub(crate) struct Meter {
     answers: AtomicU64,
     refusals: [AtomicU64; 4],
     held: AtomicU64,
+    waited: AtomicU64,
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
     latency: Mutex<Option<Histogram<u64>>>,
@@ -41,6 +42,7 @@ impl Default for Meter {
             answers: AtomicU64::new(0),
             refusals: Default::default(),
             held: AtomicU64::new(0),
+            waited: AtomicU64::new(0),
             bytes_sent: AtomicU64::new(0),
             bytes_received: AtomicU64::new(0),
             // `new_with_bounds` fails only for bounds that are wrong in
@@ -67,6 +69,11 @@ impl Meter {
         self.attempts.fetch_add(1, Ordering::Relaxed);
         self.bytes_sent
             .fetch_add(u64::try_from(bytes).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// A send waited for a window, then went.
+    pub(crate) fn waited(&self) {
+        self.waited.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `bytes` of a body were read from the wire.
@@ -114,6 +121,7 @@ impl Meter {
                 engine_over_quota: load(&self.refusals[3]),
             },
             held: load(&self.held),
+            waited: load(&self.waited),
             bytes_sent: load(&self.bytes_sent),
             bytes_received: load(&self.bytes_received),
             latency_ms: latency,
@@ -152,7 +160,7 @@ fn percentiles(histogram: &Mutex<Option<Histogram<u64>>>) -> Latency {
 /// ```json
 /// {"sends": 10, "attempts": 12, "answers": 8,
 ///  "refusals": {"no-engine": 0, "engine-unreachable": 1, "engine-out-of-credit": 0, "engine-over-quota": 1},
-///  "held": 1, "bytesSent": 420, "bytesReceived": 9001,
+///  "held": 1, "waited": 0, "bytesSent": 420, "bytesReceived": 9001,
 ///  "latencyMs": {"p50": 4.1, "p90": 9.8, "p99": 12.0, "max": 12.3},
 ///  "firstByteMs": {"p50": 0.9, "p90": 1.2, "p99": 1.9, "max": 2.0},
 ///  "usage": {"input": 5200, "output": 960, "cached": 1024, "reasoning": 0, "answersWithUsage": 8}}
@@ -165,6 +173,7 @@ pub struct MeterSnapshot {
     answers: u64,
     refusals: Refusals,
     held: u64,
+    waited: u64,
     bytes_sent: u64,
     bytes_received: u64,
     latency_ms: Latency,
@@ -235,6 +244,12 @@ impl MeterSnapshot {
     /// Sends refused without sending because of a hold or a latch.
     pub fn held(&self) -> u64 {
         self.held
+    }
+
+    /// Sends that waited for the engine's window (a hold, or a requests
+    /// window the budget said was spent), then went.
+    pub fn waited(&self) -> u64 {
+        self.waited
     }
 
     /// Body bytes that went to the wire, every attempt counted.

@@ -317,6 +317,10 @@ impl Summary {
             self.meter.attempts(),
             held
         );
+        out!(
+            "  waited    {} (for the engine's window, then sent)",
+            self.meter.waited()
+        );
         if self.lost > 0 {
             out!(
                 "  {}      {} (their task panicked or was lost: the run did not complete)",

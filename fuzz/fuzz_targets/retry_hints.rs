@@ -1,5 +1,9 @@
 //! Arbitrary values in the headers an engine's retry hints and rate-limit
-//! fields arrive in: the readers must neither panic nor take long.
+//! fields arrive in, in every dialect read (IETF `RateLimit` and
+//! `RateLimit-Policy`, OpenAI's, Anthropic's RFC 3339 resets, and
+//! `X-RateLimit-*`): the readers must neither panic nor take long, and what
+//! they believe must make sense (a budget never above its limit, a reset
+//! never zero).
 //!
 //! The input is split at `\n` into values, given in turn to the names
 //! below (a name may get several values, as a repeated header).
@@ -9,17 +13,36 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
-use meterwire::fuzzing::{exhausted, retry_delay};
+use meterwire::fuzzing::{exhausted, rate_limit_fields, retry_delay, rfc3339};
 
-const NAMES: [&str; 9] = [
+const NAMES: [&str; 28] = [
     "retry-after",
     "retry-after-ms",
     "ratelimit",
+    "ratelimit-policy",
     "ratelimit-reset",
     "date",
     "ratelimit-remaining",
+    "ratelimit-limit",
     "x-ratelimit-remaining-requests",
     "x-ratelimit-reset-requests",
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-reset-tokens",
+    "x-ratelimit-limit-tokens",
+    "anthropic-ratelimit-requests-remaining",
+    "anthropic-ratelimit-requests-reset",
+    "anthropic-ratelimit-requests-limit",
+    "anthropic-ratelimit-tokens-remaining",
+    "anthropic-ratelimit-tokens-reset",
+    "anthropic-ratelimit-input-tokens-remaining",
+    "anthropic-ratelimit-input-tokens-reset",
+    "anthropic-ratelimit-output-tokens-remaining",
+    "anthropic-ratelimit-output-tokens-reset",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+    "x-ratelimit-limit",
+    "ratelimit",
     "retry-after",
 ];
 
@@ -36,8 +59,21 @@ fuzz_target!(|data: &[u8]| {
         SystemTime::UNIX_EPOCH,
     ] {
         let _ = retry_delay(&pairs, now);
+        let _ = exhausted(&pairs, now);
+        let (budget, held) = rate_limit_fields(&pairs, now);
+        if let Some((remaining, limit, reset)) = budget {
+            assert!(limit.is_none_or(|limit| remaining <= limit));
+            assert!(!reset.is_zero());
+        }
+        if let Some((_, reset)) = held {
+            assert!(!reset.is_zero());
+        }
     }
-    let _ = exhausted(&pairs);
+    for (_, value) in &pairs {
+        if let Ok(text) = std::str::from_utf8(value) {
+            let _ = rfc3339(text);
+        }
+    }
     // Header values are short; reading them is linear and quick.
     assert!(
         started.elapsed() < Duration::from_secs(1),

@@ -5,7 +5,9 @@
 //!
 //! Each says when and why the engine asked, and how long is left, so an
 //! operator can tell a spent window from a network that is down. [`Hold`]
-//! and [`Latched`] are what the limits keep of it, until the window ends.
+//! and [`Latched`] are what the limits keep of it, until the window ends;
+//! [`Spent`], a requests window the budget (what the engine's answers said
+//! was left, less the sends started since) says is spent.
 
 use std::time::{Duration, SystemTime};
 
@@ -112,4 +114,71 @@ pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
         refusal = refusal.with_request_id(id);
     }
     site.seal(refusal)
+}
+
+/// A requests window the engine's answers said is spent: what an answer
+/// said was left of which limit, and until when, and how many sends
+/// started since (they took the rest).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Spent {
+    /// When the window resets.
+    pub(crate) until: Instant,
+    /// When the answer that said it came, by the wall clock.
+    pub(crate) said_at: SystemTime,
+    /// What the limit counts (`requests`).
+    pub(crate) what: &'static str,
+    /// What the answer said was left, less the sends then in flight.
+    pub(crate) remaining: u64,
+    /// The window's limit, when the answer named it.
+    pub(crate) limit: Option<u64>,
+    /// The header the answer said it in.
+    pub(crate) header: &'static str,
+    /// Sends started since, which took what was left.
+    pub(crate) started: u64,
+    /// Where the budget came from when the fleet spent it: the shared
+    /// budget, as logs name it (`Redis host:port, key …`).
+    pub(crate) fleet: Option<String>,
+}
+
+/// A send while the requests window the engine's answers described is
+/// spent: held, not sent.
+pub(crate) fn spent(site: &Site, spent: &Spent, now: Instant) -> Refusal {
+    let left = spent.until.saturating_duration_since(now);
+    let token = site.token();
+    let limit = match spent.limit {
+        Some(limit) => format!(" (of a limit of {limit})"),
+        None => String::new(),
+    };
+    let said = match &spent.fleet {
+        None => format!(
+            "at {} the engine's answer ({}) said {} {} were left{limit} until the window resets, and this transport has started {} since",
+            http_date(spent.said_at),
+            spent.header,
+            spent.remaining,
+            spent.what,
+            spent.started
+        ),
+        Some(shared) => format!(
+            "the processes that share the account have started every send the engine's answers said was left of its {} window, as the shared budget on {shared} records it",
+            spent.what
+        ),
+    };
+    site.seal(
+        Refusal::new(
+            Cause::EngineOverQuota,
+            format!(
+                "{}: the send was held, not sent: {said}; none is left for {}, until the window resets; the account billed through {} is held until then",
+                site.subject(),
+                seconds_phrase(left),
+                token.holding("the token")
+            ),
+            format!(
+                "wait for the engine's limit window to reset ({} left) before sending again, or give the transport a retry policy whose max_wait covers it; or {}",
+                seconds_phrase(left),
+                token.set_phrase("a token with a limit of its own")
+            ),
+            site.address_variable(),
+        )
+        .with_retry_after(left),
+    )
 }

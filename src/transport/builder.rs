@@ -279,6 +279,16 @@ impl HttpTransportBuilder {
     /// whose `max_wait` and the deadline cover the time left it waits, then
     /// sends; else it is refused at once as `engine-over-quota`, its
     /// `retry_after` the time left.
+    ///
+    /// It also keeps a budget from every answer's rate-limit fields (IETF
+    /// `RateLimit`/`RateLimit-Policy`, OpenAI's `x-ratelimit-*-requests`,
+    /// Anthropic's `anthropic-ratelimit-requests-*`, `X-RateLimit-*`): what
+    /// the latest said is left of its requests window, less the sends
+    /// started since. A send starts only while something is left, else it
+    /// waits for the reset or is refused as held, as above, its reason
+    /// naming what the engine said was left of which limit until when. An
+    /// engine that sends no fields costs nothing, and nothing waits while
+    /// there is room.
     pub fn respect_limits(mut self, respect: bool) -> Self {
         self.respect_limits = respect;
         self
@@ -317,6 +327,17 @@ impl HttpTransportBuilder {
     /// unless [`shared_hold_key`](Self::shared_hold_key) names another;
     /// nothing of the token is in it. With
     /// [`respect_limits(false)`](Self::respect_limits) it is not read.
+    ///
+    /// The budget (see [`respect_limits`](Self::respect_limits)) is kept
+    /// there too, under `meterwire:budget:<scope>:<engine host>`, in the
+    /// same round trip: each attempt takes one from it, and each answer's
+    /// figure lowers it, so the processes together start no more sends in a
+    /// window than the engine said were left. A Redis answer that comes
+    /// after the wait is used by the next send. When a window the fleet
+    /// waited on ends, each process resumes after its own draw of up to
+    /// 100 ms (within its deadline and `max_wait`), and the first send
+    /// into the new window goes alone for up to 50 ms, until its answer
+    /// says what the window holds.
     #[cfg(feature = "redis")]
     pub fn shared_hold(mut self, url: impl Into<String>) -> Self {
         self.shared_hold.url = Some(SecretString::from(url.into()));

@@ -7,7 +7,7 @@
 //! becomes the wire table's refusal. Once the engine has answered, a
 //! failure keeps the status and says how far the answer got.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use reqwest::header::HeaderMap;
 
@@ -19,7 +19,7 @@ use crate::conceal::Concealer;
 use crate::meter::Meter;
 use crate::refusal::Refusal;
 use crate::refusal::evidence::request_id::shown_request_id;
-use crate::refusal::evidence::retry::exhausted;
+use crate::refusal::evidence::retry::Fields;
 use crate::refusal::failure::{Answered, Failure, refusal_after_head, refusal_for_failure};
 use crate::refusal::site::Site;
 use crate::refusal::status::refusal_for_status;
@@ -32,8 +32,8 @@ pub(crate) struct Received {
     pub(crate) request_id: Option<String>,
     /// Its headers, as the door kept them.
     pub(crate) headers: Vec<(String, String)>,
-    /// How long the answer's rate-limit fields say nothing is left.
-    pub(crate) exhausted: Option<Duration>,
+    /// What the answer's rate-limit fields said.
+    pub(crate) fields: Fields,
 }
 
 /// One attempt that did not end in an answer: its refusal, what it means
@@ -62,7 +62,7 @@ pub(crate) struct Opened {
     pub(crate) request_id: Option<String>,
     /// Its `content-type`, concealed, as the door kept it.
     pub(crate) content_type: Option<String>,
-    pub(crate) exhausted: Option<Duration>,
+    pub(crate) fields: Fields,
     pub(crate) body: Pieces,
 }
 
@@ -124,7 +124,7 @@ impl Reading<'_> {
             status,
             request_id: shown_request_id(&headers, self.concealer),
             content_type,
-            exhausted: exhausted(&headers),
+            fields: Fields::read(&headers, SystemTime::now()),
             body: Box::pin(body),
         })
     }
@@ -161,7 +161,7 @@ impl Reading<'_> {
             return Err(after_head(failure, 0));
         }
         let request_id = shown_request_id(&headers, self.concealer);
-        let exhausted = exhausted(&headers);
+        let fields = Fields::read(&headers, SystemTime::now());
         let text = read_answer(
             &mut incoming,
             cap,
@@ -176,7 +176,7 @@ impl Reading<'_> {
             text,
             request_id,
             headers: kept(&headers),
-            exhausted,
+            fields,
         })
     }
 }

@@ -23,6 +23,7 @@ use crate::clock::later;
 use crate::config::Target;
 use crate::limits::{Gate, Seen};
 use crate::refusal::Refusal;
+use crate::refusal::evidence::retry::Fields;
 use crate::refusal::failure::{Failure, classify, refusal_for_failure};
 use crate::refusal::site::Site;
 use crate::refusal::{before_send, held, history};
@@ -349,16 +350,22 @@ impl HttpTransport {
 
         let mut history: Vec<String> = Vec::new();
         let mut attempt = 0;
+        let mut waited = false;
         loop {
-            limits.consult().await;
-            match limits.gate(Instant::now(), policy, deadline.at()) {
-                Gate::Open => {}
+            let admitted = match limits.admit(policy, deadline.at()).await {
+                Gate::Open(ticket) => Ok(ticket),
                 Gate::Wait(until) => {
+                    waited = true;
                     tokio::time::sleep_until(until).await;
                     continue;
                 }
-                Gate::Held(hold) => {
-                    let refusal = held::holding(site, &hold, Instant::now()).with_attempts(attempt);
+                Gate::Held(hold) => Err(held::holding(site, &hold, Instant::now())),
+                Gate::Spent(spent) => Err(held::spent(site, &spent, Instant::now())),
+            };
+            let ticket = match admitted {
+                Ok(ticket) => ticket,
+                Err(refusal) => {
+                    let refusal = refusal.with_attempts(attempt);
                     let reach = if attempt > 0 {
                         Reach::Wire
                     } else {
@@ -367,6 +374,9 @@ impl HttpTransport {
                     let refusal = history::after_attempts(site, refusal, &history, key_text);
                     return (Err(refusal), reach);
                 }
+            };
+            if std::mem::take(&mut waited) {
+                self.inner.meter.waited();
             }
             attempt += 1;
             self.inner.meter.attempt(body.len());
@@ -379,14 +389,9 @@ impl HttpTransport {
             match sent {
                 Ok(got) => {
                     tracing::debug!(attempt, status = R::status(&got), "answered");
-                    let started = limits.observe(
-                        now,
-                        Seen::Answer {
-                            exhausted: R::exhausted(&got),
-                        },
-                    );
-                    if let Some(hold) = started {
-                        limits.share(&hold).await;
+                    let fields = R::fields(&got);
+                    if let Some(hold) = limits.observe(now, Seen::Answer { fields }, &ticket) {
+                        limits.share(&hold);
                     }
                     let got = Got {
                         got,
@@ -405,11 +410,11 @@ impl HttpTransport {
                     } = missed;
                     tracing::debug!(attempt, status = refusal.status(), what = %short, "refused");
                     history.push(short);
-                    if let Some(hold) =
-                        limits.observe(now, Seen::Refused(&refusal, token.generation))
-                    {
-                        limits.share(&hold).await;
+                    let seen = Seen::Refused(&refusal, token.generation);
+                    if let Some(hold) = limits.observe(now, seen, &ticket) {
+                        limits.share(&hold);
                     }
+                    drop(ticket);
                     // The engine rejected a token its file has since
                     // replaced: the send goes once more, with the new one
                     // (a rejected token is not billed), whatever the policy.
@@ -528,8 +533,8 @@ pub(crate) trait Read: Sync {
         reply: I,
     ) -> impl Future<Output = Result<Self::Got, Missed>> + Send;
 
-    /// How long its rate-limit fields say nothing is left.
-    fn exhausted(got: &Self::Got) -> Option<std::time::Duration>;
+    /// What its rate-limit fields said.
+    fn fields(got: &Self::Got) -> &Fields;
 
     /// The status it answered.
     fn status(got: &Self::Got) -> u16;
@@ -549,8 +554,8 @@ impl Read for Whole {
         reading.reply(reply).await
     }
 
-    fn exhausted(got: &Received) -> Option<std::time::Duration> {
-        got.exhausted
+    fn fields(got: &Received) -> &Fields {
+        &got.fields
     }
 
     fn status(got: &Received) -> u16 {
@@ -572,8 +577,8 @@ impl Read for Head {
         reading.open(reply).await
     }
 
-    fn exhausted(got: &Opened) -> Option<std::time::Duration> {
-        got.exhausted
+    fn fields(got: &Opened) -> &Fields {
+        &got.fields
     }
 
     fn status(got: &Opened) -> u16 {

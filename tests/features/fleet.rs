@@ -1,11 +1,12 @@
-//! One hold for a fleet (CONTRACT §13), against a real `redis-server` on
+//! One hold and one budget for a fleet, against a real `redis-server` on
 //! loopback that each test starts, and an engine with an account of its own:
 //! a quota per window, then `429` with the time left. Several transports in
-//! tasks of their own and several probe processes send at a predictor's
-//! pace; the engine counts the `429`s of each window, with and without the
-//! shared hold.
+//! tasks of their own send at a predictor's pace to an engine that says
+//! nothing until its `429`, and the engine counts the `429`s of each window,
+//! with and without the shared hold; six transports, and six probe
+//! processes, send as fast as they can to an engine that says on every
+//! answer what is left, in each of four dialects (`budget`).
 
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,7 @@ use crate::support::{SCOPE, TOKEN, assert_refusal_shape, builder_for};
 
 /// The two fleet runs take turns: each counts a race that grows with the
 /// machine's load, and the other is most of that load.
-static ONE_FLEET_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static ONE_FLEET_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The engine's window, and the requests the account may make in one.
 const WINDOW: Duration = Duration::from_secs(1);
@@ -57,10 +58,6 @@ impl Account {
                 u32::try_from(count).unwrap_or(u32::MAX)
             })
             .collect()
-    }
-
-    fn requests(&self) -> usize {
-        self.log.lock().expect("not poisoned").len()
     }
 }
 
@@ -101,7 +98,7 @@ async fn engine() -> (MockServer, Account) {
 /// `processes` transports built apart (as separate processes build them),
 /// each sent through at a predictor's pace until `WINDOWS` windows have
 /// passed; the `429`s the engine sent per window.
-async fn fleet(processes: usize, shared: Option<&Redis>) -> Vec<u32> {
+pub(crate) async fn fleet(processes: usize, shared: Option<&Redis>) -> Vec<u32> {
     let (server, account) = engine().await;
     let until = account.started + WINDOW * WINDOWS;
     let mut tasks = Vec::new();
@@ -152,7 +149,7 @@ async fn a_fleet_of_transports_sends_one_429_per_window_not_one_each() {
 /// back. Checked: windows after the start with at most three `429`s, three
 /// quarters of alone's at most in all, and one at least with the one `429`
 /// a shared hold allows.
-fn assert_one_per_window_and_a_race(alone: &[u32], together: &[u32]) {
+pub(crate) fn assert_one_per_window_and_a_race(alone: &[u32], together: &[u32]) {
     assert!(alone.iter().all(|&n| n >= 4), "alone: {alone:?}");
     let (alone_after, after_start) = (&alone[1..], &together[1..]);
     assert!(after_start.iter().all(|&n| n <= 3), "shared: {together:?}");
@@ -398,66 +395,4 @@ async fn an_engine_that_echoes_the_redis_password_has_it_concealed() {
         .expect("builds");
     let answer = transport.send("{}").await.expect("answered");
     assert_eq!(answer.text(), "saw [redacted]");
-}
-
-/// Runs `processes` probes at once, each `--repeat`ing at a predictor's
-/// pace through the engine at `address`, with `extra` arguments.
-fn probes(processes: usize, address: &str, extra: &[String]) {
-    let children: Vec<_> = (0..processes)
-        .map(|process| {
-            // Each process a little off the others' pace, as predictors are.
-            let every = (80 + 6 * process).to_string();
-            Command::new(crate::support::probe_path())
-                .env_clear()
-                .env("CHANT_BEHAVIOUR_ENGINE", address)
-                .env("CHANT_BEHAVIOUR_TOKEN", TOKEN)
-                .args(["--json", "--repeat", "55", "--every-ms", &every])
-                .args(extra)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("the probe starts")
-        })
-        .collect();
-    for child in children {
-        let output = child.wait_with_output().expect("the probe ends");
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fleet_of_probe_processes_shares_one_hold() {
-    let _turn = ONE_FLEET_AT_A_TIME.lock().await;
-    let run = |shared: Option<String>| async move {
-        let (server, account) = engine().await;
-        let address = server.uri();
-        let extra: Vec<String> = shared
-            .map(|url| vec!["--shared-hold".to_owned(), url])
-            .unwrap_or_default();
-        tokio::task::spawn_blocking(move || probes(4, &address, &extra))
-            .await
-            .expect("the probes ran");
-        assert!(account.requests() > 0);
-        let mut per_window = account.rejected_per_window();
-        // The windows every process sent through from start to end.
-        per_window.truncate(WINDOWS as usize);
-        per_window
-    };
-    let alone = run(None).await;
-    let redis = Redis::start();
-    let together = run(Some(redis.url())).await;
-    eprintln!(
-        "429s per {WINDOW:?} window, 4 probe processes: alone {alone:?}, shared {together:?}"
-    );
-    assert!(
-        alone.len() >= 3 && together.len() >= 3,
-        "{alone:?} {together:?}"
-    );
-    assert_one_per_window_and_a_race(&alone, &together);
 }

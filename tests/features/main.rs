@@ -9,5 +9,6 @@
 mod support;
 
 mod blocking;
+mod budget;
 mod fleet;
 mod shared_hold_keys;

@@ -207,3 +207,109 @@ async fn the_latch_repeats_a_402_or_401_without_sending() {
     transport.send("{}").await.expect("sent again");
     assert_eq!(count(&server).await, 2);
 }
+
+/// An engine that answers every request `200`, saying `remaining` of its
+/// requests window (its limit 10, or `remaining` when more) is left until
+/// `reset`, in OpenAI's fields.
+async fn telling(remaining: u64, reset: &str, requests: u64) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ok().insert_header(
+                "x-ratelimit-limit-requests",
+                remaining.max(10).to_string().as_str(),
+            )
+            .insert_header(
+                "x-ratelimit-remaining-requests",
+                remaining.to_string().as_str(),
+            )
+            .insert_header("x-ratelimit-reset-requests", reset),
+        )
+        .expect(requests)
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn a_send_starts_only_while_the_budget_an_answer_gave_has_something_left() {
+    // The first answer says one is left for 20 s: the second send takes
+    // it, the third is held, not sent, and says what the engine said.
+    let server = telling(1, "20s", 2).await;
+    let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
+    transport.send("{}").await.expect("answered");
+    transport.clone().send("{}").await.expect("the one left");
+    let held = transport.send("{}").await.expect_err("the window is spent");
+    assert_eq!((held.cause(), held.attempts()), (Cause::EngineOverQuota, 0));
+    let reason = held.reason();
+    for said in [
+        "held, not sent",
+        "x-ratelimit-reset-requests",
+        "said 1 requests were left (of a limit of 10)",
+        "started 1 since",
+    ] {
+        assert!(reason.contains(said), "{said}: {reason}");
+    }
+    let left = held.retry_after().expect("the time left");
+    assert!(left > Duration::from_secs(18) && left <= Duration::from_secs(20));
+    assert_refusal_shape(&held);
+    let meter = transport.meter();
+    assert_eq!((meter.held(), meter.waited(), meter.attempts()), (1, 0, 2));
+}
+
+#[tokio::test]
+async fn with_a_retry_policy_a_send_waits_for_the_reset_then_goes() {
+    let server = telling(0, "300ms", 2).await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .retries(RetryPolicy::new())
+        .build()
+        .expect("builds");
+    transport.send("{}").await.expect("answered");
+    let started = Instant::now();
+    transport
+        .send("{}")
+        .await
+        .expect("answered after the reset");
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(250), "{took:?}");
+    let meter = transport.meter();
+    assert_eq!((meter.waited(), meter.held(), meter.attempts()), (1, 0, 2));
+}
+
+#[tokio::test]
+async fn a_budget_with_room_delays_nothing_and_no_fields_cost_nothing() {
+    for server in [telling(10_000, "1m", 40).await, {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ok())
+            .expect(40)
+            .mount(&server)
+            .await;
+        server
+    }] {
+        let transport = builder_for(&server.uri(), SCOPE)
+            .retries(RetryPolicy::new())
+            .build()
+            .expect("builds");
+        for _ in 0..40 {
+            transport.send("{}").await.expect("answered");
+        }
+        let meter = transport.meter();
+        assert_eq!((meter.waited(), meter.held(), meter.answers()), (0, 0, 40));
+    }
+}
+
+#[tokio::test]
+async fn respect_limits_off_keeps_no_budget() {
+    let server = telling(0, "20s", 3).await;
+    let transport = builder_for(&server.uri(), SCOPE)
+        .respect_limits(false)
+        .build()
+        .expect("builds");
+    for _ in 0..3 {
+        transport
+            .send("{}")
+            .await
+            .expect("sent whatever the fields say");
+    }
+}

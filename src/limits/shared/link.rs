@@ -254,6 +254,10 @@ impl SharedHold {
             Fault::Garbage => {
                 "it answered, but not as Redis answers PTTL, GETRANGE and EVAL".to_owned()
             }
+            Fault::Late => format!(
+                "it did not answer within {} ms, even after the send stopped waiting",
+                super::LATE.as_millis()
+            ),
         }
     }
 
@@ -300,6 +304,7 @@ mod tests {
     use std::time::{Duration, Instant as Clock};
 
     use super::*;
+    use crate::limits::shared::LATE;
     use crate::limits::shared::server::{Redis, Silent, dead_port};
     use crate::limits::shared::tests::{TOKEN, WAIT, capture, concealer, hold_at, record};
 
@@ -343,7 +348,8 @@ mod tests {
     async fn what_a_warning_says_passes_through_the_concealer() {
         let url = format!("redis://127.0.0.1:{}/", dead_port());
         let key = format!("meterwire:hold:{TOKEN}");
-        let shared = SharedHold::new(&url, key, WAIT, concealer()).expect("a shared hold");
+        let shared =
+            Arc::new(SharedHold::new(&url, key, WAIT, concealer()).expect("a shared hold"));
         let (events, _guard) = capture();
         assert_eq!(shared.check().await, None);
         let warnings = events.at(tracing::Level::WARN);
@@ -381,13 +387,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_redis_that_stops_answering_costs_a_send_no_more_than_the_wait() {
+    async fn a_redis_that_answers_late_costs_a_send_the_wait_and_its_answer_is_used_next() {
         let redis = Redis::start();
         let shared = hold_at(&redis.url());
         assert_eq!(shared.check().await, None);
+        let asked = record("HTTP 429", Duration::from_secs(5));
+        shared.extend(Duration::from_secs(5), &asked).await;
+        let pause = Duration::from_millis(400);
         let _: () = redis::cmd("CLIENT")
             .arg("PAUSE")
-            .arg(FIRST_BACKOFF.as_millis() as u64)
+            .arg(pause.as_millis() as u64)
             .query(&mut redis.connection())
             .expect("CLIENT PAUSE");
         let (events, _guard) = capture();
@@ -396,17 +405,41 @@ mod tests {
         let took = started.elapsed();
         assert!(took >= WAIT && took < WAIT + MARGIN, "took {took:?}");
         let warnings = events.at(tracing::Level::WARN);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
             warnings[0].contains("did not answer within 50 ms"),
             "{warnings:?}"
         );
-        // The hung connection is dropped; once Redis answers, a new one is used.
-        assert!(shared.lock().conn.is_none());
-        tokio::time::sleep(FIRST_BACKOFF + MARGIN).await;
-        let asked = record("HTTP 429", Duration::from_secs(5));
-        shared.extend(Duration::from_secs(5), &asked).await;
+        // Not counted down: the connection is kept, and the late answer
+        // is there for the next send.
+        tokio::time::sleep(pause + MARGIN).await;
+        assert!(shared.lock().conn.is_some());
+        assert!(shared.lock().down.is_none());
+        let (_, late) = shared.late().expect("the late answer");
+        assert_eq!(late.hold.map(|found| found.record), Some(asked.clone()));
         assert_eq!(shared.check().await.map(|found| found.record), Some(asked));
         assert_eq!(events.at(tracing::Level::WARN).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_redis_that_stops_answering_is_counted_down_after_the_late_bound() {
+        let redis = Redis::start();
+        let shared = hold_at(&redis.url());
+        assert_eq!(shared.check().await, None);
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg((LATE + MARGIN * 2).as_millis() as u64)
+            .query(&mut redis.connection())
+            .expect("CLIENT PAUSE");
+        let started = Clock::now();
+        assert_eq!(shared.check().await, None);
+        assert!(started.elapsed() < WAIT + MARGIN);
+        tokio::time::sleep(LATE + MARGIN).await;
+        // The hung connection is dropped, and sends skip Redis at once.
+        assert!(shared.lock().conn.is_none());
+        let started = Clock::now();
+        assert_eq!(shared.check().await, None);
+        assert!(started.elapsed() < WAIT / 2, "took {:?}", started.elapsed());
     }
 
     #[tokio::test]
@@ -466,7 +499,7 @@ mod tests {
                 "WRONGPASS",
                 "did not take the URL's user and password",
             ];
-            assert!(named.iter().any(|n| said.contains(n)), "{said}");
+            assert!(named.iter().any(|n| said.contains(n)), "{url}: {said}");
             assert!(
                 !said.contains("hunter2") && !said.contains("the-right-one"),
                 "{said}"
@@ -477,7 +510,7 @@ mod tests {
     #[tokio::test]
     async fn many_sends_at_once_share_one_connection() {
         let redis = Redis::start();
-        let shared = Arc::new(hold_at(&redis.url()));
+        let shared = hold_at(&redis.url());
         let checks: Vec<_> = (0..32)
             .map(|_| {
                 let shared = shared.clone();

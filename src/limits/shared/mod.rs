@@ -16,9 +16,10 @@
 //!
 //! | case | Redis round trips |
 //! |---|---|
-//! | no hold anywhere (the common path) | 1: [`SharedHold::check`], `PTTL` and `GETRANGE` pipelined |
-//! | the fleet's hold is in force | 1: the check; the send is held, nothing goes to the engine |
-//! | the engine's answer starts or lengthens a hold | 2: the check, then [`SharedHold::extend`] (one `EVAL`) |
+//! | no hold anywhere (the common path) | 1: [`SharedHold::ask`], one `EVAL` that reads the hold, takes one from the fleet's budget, and writes the figure the last answer gave |
+//! | the fleet's hold is in force, or its budget spent | 1: the ask; the send is held (or waits), nothing goes to the engine |
+//! | the engine's answer starts or lengthens a hold | 2: the ask, then [`SharedHold::extend`] (one `EVAL`, in the background) |
+//! | the first send into a window that just reset | 2: the ask, then its answer's figure written at once, in the background, for the members waiting on it |
 //! | a process's first send | the connect (TCP, TLS for `rediss://`, one pipelined handshake) and the check, all within the wait; a connect not done by then goes on in the background, for at most 2 s |
 //! | Redis down, silent or refusing | none while backing off (1 s, doubling to 16 s): the shared hold is skipped without waiting; one send per back-off tries again, for at most the wait |
 //!
@@ -34,6 +35,33 @@
 //! outside the process (anyone who may write the key wrote it): at most 160
 //! printable ASCII characters, and quoted only where the concealer sees it.
 //! Every log line here passes through the transport's concealer too.
+//!
+//! # The fleet's budget
+//!
+//! A hash beside the hold, `meterwire:budget:<scope>:<host:port>` (or the
+//! hold's own key with `:budget` appended, for a key the caller named):
+//! `left`, the requests left in the window; `end`, when the window resets,
+//! in Redis's own milliseconds (`TIME`), so no process's clock is trusted
+//! over another's; `probe`, until when the one send let go first into a
+//! new window is out. Each ask takes one from `left` while the window
+//! lasts, or answers how long until it resets; it first sets `left` from
+//! the latest figure this process read (what the engine said, less this
+//! process's sends in flight then and started since), never above what is
+//! there within the window, so N processes start no more sends than the
+//! engine said were left. The key outlives its window by [`GRACE`]: the
+//! first ask after the reset is let go alone ([`PROBE`] at most), and the
+//! others wait for what its answer says rather than all spend a small quota
+//! at once. An engine that sends no fields never writes the key, and the
+//! ask only reads the hold. Nothing of the token is in it.
+//!
+//! # A Redis that answers late
+//!
+//! A send waits for Redis no longer than the wait; an answer that comes
+//! later is still read (for at most [`LATE`]) and used by the next send,
+//! and Redis is not counted down for being slow: a busy machine does not
+//! blind the process to the fleet for a back-off. Writes (a hold, the first
+//! figure of a window) go in the background, bounded by [`LATE`], so what a
+//! process learns is written even while reads come late.
 //!
 //! # The end only grows
 //!
@@ -55,10 +83,12 @@
 //! Redis and what it knows of Redis's health; [`record`] the value stored
 //! under the key and how Redis's answers are read.
 
+mod ask;
 mod link;
 mod record;
 
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,9 +104,10 @@ use std::time::Duration;
 use redis::{Client, ConnectionAddr, Value};
 use tokio::time::{Instant, timeout_at};
 
+pub(crate) use self::ask::{Ask, Checked};
 use self::link::{Link, describe};
-use self::record::{Fault, Found, MAX_PX, MAX_VALUE, read_check, read_extend};
-pub(crate) use self::record::{Record, Shared};
+use self::record::{Fault, MAX_PX, MAX_VALUE, read_extend};
+pub(crate) use self::record::{Fleet, Record, Shared};
 use crate::clock::later;
 use crate::conceal::Concealer;
 
@@ -85,6 +116,19 @@ pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(50);
 
 /// The longest key a caller may name.
 const MAX_KEY: usize = 256;
+
+/// How long an answer from Redis is waited for in the background after
+/// the send stopped waiting, and how long a write may take: past it, Redis
+/// is counted down.
+pub(crate) const LATE: Duration = Duration::from_secs(2);
+
+/// How long the one send let go first into a window that just reset is
+/// out before another may go first: the others wait on its answer.
+pub(crate) const PROBE: Duration = Duration::from_millis(50);
+
+/// How long the fleet's budget outlives its window, so that the first ask
+/// after the reset is let go alone.
+pub(crate) const GRACE: Duration = Duration::from_secs(5);
 
 /// `KEYS[1]` ends no sooner than `ARGV[2]` ms from now, recording
 /// `ARGV[1]`: set only when the time left is shorter (or there is no key,
@@ -107,9 +151,16 @@ pub(crate) struct SharedHold {
     shown_key: String,
     /// The transport's concealer, which every log line passes through.
     concealer: Concealer,
-    /// A check's request, encoded once.
-    check: redis::Pipeline,
+    /// The fleet's budget's key, and as logs name it.
+    budget_key: String,
+    /// The ask's script, its constants set.
+    script: String,
+    shown_budget_key: String,
     link: Arc<Mutex<Link>>,
+    /// An answer that came after its send stopped waiting, and when.
+    late: Mutex<Option<(Instant, Checked)>>,
+    /// Redis was said to be slow (once).
+    slow_warned: AtomicBool,
 }
 
 /// What building a shared hold found wrong. No message names the URL's
@@ -173,24 +224,26 @@ impl SharedHold {
             }
             _ => return Err(SharedHoldError::Scheme(parsed.scheme().to_owned())),
         };
-        let mut check = redis::pipe();
-        check
-            .cmd("PTTL")
-            .arg(&key)
-            .cmd("GETRANGE")
-            .arg(&key)
-            .arg(0)
-            .arg(MAX_VALUE - 1)
-            .ignore_errors();
+        let budget_key = match key.strip_prefix("meterwire:hold:") {
+            Some(rest) => format!("meterwire:budget:{rest}"),
+            None => format!("{key}:budget"),
+        };
         Ok(SharedHold {
             client,
             shown_key: concealer.conceal(&key).into_owned(),
+            shown_budget_key: concealer.conceal(&budget_key).into_owned(),
             redis: concealer.conceal(&redis).into_owned(),
             concealer,
             key,
+            budget_key,
+            script: ask::ASK
+                .replace("@VALUE@", &(MAX_VALUE - 1).to_string())
+                .replace("@PROBE@", &millis(PROBE).to_string())
+                .replace("@GRACE@", &millis(GRACE).to_string()),
             wait,
-            check,
             link: Arc::new(Mutex::new(Link::default())),
+            late: Mutex::new(None),
+            slow_warned: AtomicBool::new(false),
         })
     }
 
@@ -222,25 +275,9 @@ impl SharedHold {
         format!("Redis {}, key {}", self.redis, self.shown_key)
     }
 
-    /// The fleet's hold in force now, if any, within the wait. A Redis that
-    /// is down, slow, refusing or answering garbage gives `None` (and one
-    /// warning until it answers again); so does a key holding a value this
-    /// code did not write (one warning until a good one is read).
-    pub(crate) async fn check(&self) -> Option<Shared> {
-        match self.exchange(&self.check, read_check).await? {
-            Found::Nothing => {
-                self.value_was_good();
-                None
-            }
-            Found::Hold(shared) => {
-                self.value_was_good();
-                Some(shared)
-            }
-            Found::Garbage(what) => {
-                self.value_was_garbage(what);
-                None
-            }
-        }
+    /// The fleet's budget as a refusal names it.
+    pub(crate) fn shown_budget(&self) -> String {
+        format!("Redis {}, key {}", self.redis, self.shown_budget_key)
     }
 
     /// Makes the fleet's hold end no sooner than `left` from now, recording
@@ -265,9 +302,10 @@ impl SharedHold {
         let _ = self.exchange(&pipe, read_extend).await;
     }
 
-    /// One pipelined request and its answer read by `read`, within the
-    /// wait; `None` when Redis is skipped for a back-off or failed (which
-    /// is recorded, and warned about once).
+    /// One pipelined request and its answer read by `read`, within
+    /// [`LATE`] (writes go in the background); `None` when Redis is
+    /// skipped for a back-off or failed (which is recorded, and warned
+    /// about once).
     async fn exchange<T>(
         &self,
         pipe: &redis::Pipeline,
@@ -275,7 +313,7 @@ impl SharedHold {
     ) -> Option<T> {
         let now = Instant::now();
         let ticket = self.ticket(now)?;
-        let until = later(now, self.wait);
+        let until = later(now, LATE);
         let mut made = None;
         let asked = async {
             let (number, mut conn) = self.connection().await?;
@@ -325,6 +363,12 @@ fn check_key(key: &str) -> Result<(), SharedHoldError> {
     Ok(())
 }
 
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .min(MAX_PX)
+}
+
 fn host_port(host: &str, port: u16) -> String {
     if host.contains(':') && !host.starts_with('[') {
         format!("[{host}]:{port}")
@@ -365,12 +409,20 @@ mod tests {
         Concealer::new([TOKEN])
     }
 
-    pub(super) fn hold_at(url: &str) -> SharedHold {
+    pub(super) fn hold_at(url: &str) -> Arc<SharedHold> {
         let key = SharedHold::default_key("acme", "engine.example:443");
         match SharedHold::new(url, key, WAIT, concealer()) {
-            Ok(hold) => hold,
+            Ok(hold) => Arc::new(hold),
             Err(error) => panic!("{url} should make a shared hold: {error}"),
         }
+    }
+
+    /// A shared hold whose wait is long enough for a loaded machine, for
+    /// the tests of what Redis keeps rather than of the wait.
+    pub(super) fn patient_at(url: &str) -> Arc<SharedHold> {
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        let wait = Duration::from_secs(2);
+        Arc::new(SharedHold::new(url, key, wait, concealer()).expect("a shared hold"))
     }
 
     pub(super) fn record(why: &str, asked: Duration) -> Record {
@@ -484,7 +536,7 @@ mod tests {
     #[tokio::test]
     async fn a_key_a_stranger_wrote_is_ignored_and_warned_about_once() {
         let redis = Redis::start();
-        let shared = hold_at(&redis.url());
+        let shared = patient_at(&redis.url());
         let key = SharedHold::default_key("acme", "engine.example:443");
         let mut connection = redis.connection();
         let (events, _guard) = capture();
@@ -522,6 +574,7 @@ mod tests {
         let redis = Redis::with_password("a-redis-password");
         let key = SharedHold::default_key("acme", "engine.example:443");
         let shared = SharedHold::new(&redis.url(), key, WAIT, concealer()).expect("a shared hold");
+        let shared = Arc::new(shared);
         let hold = Hold {
             until: Instant::now() + Duration::from_secs(30),
             asked_at: SystemTime::now(),

@@ -63,6 +63,24 @@ pub(super) enum Fault {
     Refused(String),
     /// Redis answered, but not as Redis answers these commands.
     Garbage,
+    /// No answer within [`LATE`](super::LATE), even in the background.
+    Late,
+}
+
+/// What the fleet's budget said to an ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fleet {
+    /// No budget: the engine sends no fields, or the window is long past.
+    Open,
+    /// One was taken for this send; `left` is left for `reset`.
+    Took { left: u64, reset: Duration },
+    /// Nothing is left for `reset`.
+    Spent { reset: Duration },
+    /// The window just reset, and this send goes first into it.
+    Probe,
+    /// The window just reset, and another send went first into it: its
+    /// answer is due within `reset`.
+    Probing { reset: Duration },
 }
 
 /// What a check found under the key.
@@ -153,7 +171,7 @@ impl Shared {
 }
 
 /// What a check's `PTTL` and `GETRANGE` answered.
-pub(super) fn read_check(answer: Value) -> Result<Found, Fault> {
+fn read_check(answer: Value) -> Result<Found, Fault> {
     let Value::Array(items) = answer else {
         return Err(Fault::Garbage);
     };
@@ -190,6 +208,40 @@ pub(super) fn read_check(answer: Value) -> Result<Found, Fault> {
         }
         _ => Err(Fault::Garbage),
     }
+}
+
+/// What an ask's `EVAL` answered: the hold's `PTTL` and value (read as a
+/// check's), then the budget's code and its two numbers.
+pub(super) fn read_ask(answer: Value) -> Result<(Found, Fleet), Fault> {
+    let Value::Array(items) = answer else {
+        return Err(Fault::Garbage);
+    };
+    let items = match items.as_slice() {
+        [Value::Array(items)] => items,
+        [Value::ServerError(error)] => return Err(Fault::Refused(error_code(error.code()))),
+        _ => return Err(Fault::Garbage),
+    };
+    let [ttl, value, code, left, ms] = items.as_slice() else {
+        return Err(Fault::Garbage);
+    };
+    let found = read_check(Value::Array(vec![ttl.clone(), value.clone()]))?;
+    let number = |value: &Value| match value {
+        Value::Int(n) => u64::try_from(*n).map_err(|_| Fault::Garbage),
+        _ => Err(Fault::Garbage),
+    };
+    let reset = Duration::from_millis(number(ms)?.min(MAX_PX));
+    let budget = match number(code)? {
+        0 => Fleet::Open,
+        1 => Fleet::Took {
+            left: number(left)?,
+            reset,
+        },
+        2 => Fleet::Spent { reset },
+        3 => Fleet::Probe,
+        4 => Fleet::Probing { reset },
+        _ => return Err(Fault::Garbage),
+    };
+    Ok((found, budget))
 }
 
 /// What an extend's `EVAL` answered: `0` or `1`.

@@ -2,10 +2,11 @@
 //! rate-limit fields.
 //!
 //! One reader for both, because they are one kind of evidence: a `429`
-//! says "wait" in `retry-after`, and an answer says "nothing is left until
-//! then" in the IETF `RateLimit` field, the older draft's
-//! `ratelimit-remaining` / `ratelimit-reset`, or OpenAI's
-//! `x-ratelimit-remaining-requests` / `x-ratelimit-reset-requests`.
+//! says "wait" in `retry-after`, and every answer says how much of its
+//! windows is left, and until when, in one of four dialects ([`fields`]:
+//! the IETF `RateLimit` fields, OpenAI's, Anthropic's, and
+//! `X-RateLimit-*`). The budget, the hold and the refusal's words all read
+//! from here.
 //!
 //! Parsing is lenient in what it ignores and strict in what it believes: a
 //! malformed `retry-after` is echoed as sent but never turned into a delay,
@@ -16,6 +17,12 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::{DATE, HeaderMap, RETRY_AFTER};
 
 use super::header_text;
+
+mod fields;
+
+#[cfg(fuzzing)]
+pub(crate) use self::fields::rfc3339;
+pub(crate) use self::fields::{Fields, Left};
 
 /// A wait the engine asked for, with the header it came from and that
 /// header's value as sent (already concealed at the door), so a reason can
@@ -64,7 +71,7 @@ pub(crate) fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_
             });
         }
     }
-    if let Some(hint) = exhausted_hint(headers) {
+    if let Some(hint) = exhausted_hint(headers, now) {
         return Some(hint);
     }
     if let Some(value) = header_text(headers, "ratelimit")
@@ -80,50 +87,17 @@ pub(crate) fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_
 }
 
 /// How long an answer's rate-limit fields say to wait because nothing is
-/// left: an IETF `RateLimit` field with `r=0` and a `t=`, the older
-/// draft's `ratelimit-remaining: 0` with `ratelimit-reset`, or OpenAI's
-/// `x-ratelimit-remaining-requests: 0` with `x-ratelimit-reset-requests`
-/// (`2s`, `6m0s`, `120ms`, or plain seconds). Read on every status: on an
-/// answer it starts a hold, on a `429` without `retry-after` it is the
-/// wait.
-pub(crate) fn exhausted(headers: &HeaderMap) -> Option<Duration> {
-    exhausted_hint(headers).map(|hint| hint.delay)
-}
-
-fn exhausted_hint(headers: &HeaderMap) -> Option<Hint<'_>> {
-    // Most answers carry none of the headers read: no name need be parsed.
-    if headers.is_empty() {
-        return None;
-    }
-    if let Some(value) = header_text(headers, "ratelimit")
-        && ratelimit_param(value, "r") == Some("0")
-        && let Some(delay) = ratelimit_param(value, "t").and_then(duration)
-    {
-        return Some(Hint {
-            delay,
-            header: "ratelimit",
-            value,
-        });
-    }
-    for (remaining, reset) in [
-        ("ratelimit-remaining", "ratelimit-reset"),
-        (
-            "x-ratelimit-remaining-requests",
-            "x-ratelimit-reset-requests",
-        ),
-    ] {
-        if header_text(headers, remaining) == Some("0")
-            && let Some(value) = header_text(headers, reset)
-            && let Some(delay) = duration(value)
-        {
-            return Some(Hint {
-                delay,
-                header: reset,
-                value,
-            });
-        }
-    }
-    None
+/// left, in any dialect [`Fields`] reads (a requests window or a tokens
+/// window with `0` left, and its reset), and the header whose value gave
+/// the wait. Read on every status: on an answer it starts a hold, on a
+/// `429` without `retry-after` it is the wait.
+fn exhausted_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_>> {
+    let left = Fields::read(headers, now).exhausted?;
+    Some(Hint {
+        delay: left.reset,
+        header: left.header,
+        value: header_text(headers, left.header)?,
+    })
 }
 
 /// delay-seconds: `1*DIGIT`, nothing else. Absurd values saturate rather
@@ -156,7 +130,7 @@ fn saturating_seconds(seconds: f64) -> Duration {
 
 /// A parameter of an IETF `RateLimit` field (`"default";r=0;t=30`): `r`
 /// is what is left, `t` the seconds until the quota resets.
-fn ratelimit_param<'v>(field: &'v str, key: &str) -> Option<&'v str> {
+pub(super) fn ratelimit_param<'v>(field: &'v str, key: &str) -> Option<&'v str> {
     field
         .split([';', ','])
         .filter_map(|param| param.trim().split_once('='))
@@ -167,7 +141,7 @@ fn ratelimit_param<'v>(field: &'v str, key: &str) -> Option<&'v str> {
 /// Plain seconds (`30`), or a Go-style duration of hours, minutes, seconds
 /// and milliseconds (`6m0s`, `1h2m`, `2.5s`, `120ms`), as OpenAI writes its
 /// resets.
-fn duration(text: &str) -> Option<Duration> {
+pub(super) fn duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     if let Some(seconds) = parse_seconds(text) {
         return Some(seconds);
@@ -196,6 +170,12 @@ fn duration(text: &str) -> Option<Duration> {
 mod tests {
     use super::*;
     use crate::refusal::evidence::header_map as headers;
+
+    fn exhausted(headers: &HeaderMap) -> Option<Duration> {
+        Fields::read(headers, SystemTime::now())
+            .exhausted
+            .map(|left| left.reset)
+    }
 
     fn delay(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
         retry_hint(headers, now).map(|hint| hint.delay)
