@@ -101,7 +101,8 @@
 //! (32 MiB by default) of an answer.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, on nightly) marks each item that needs a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod address;
 mod answer;
