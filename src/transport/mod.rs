@@ -40,6 +40,7 @@ pub(crate) mod headers;
 pub(crate) mod incoming;
 pub(crate) mod reply;
 pub(crate) mod run;
+pub(crate) mod tls;
 pub(crate) mod utf8;
 
 use std::future::Future;
