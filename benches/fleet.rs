@@ -1,4 +1,4 @@
-//! What a shared hold (CONTRACT §13) adds to a send: the same transport
+//! What a shared hold adds to a send: the same transport
 //! sending to the same in-process loopback engine, without a shared hold
 //! and with one in a real `redis-server` on loopback that this bench
 //! starts (Debian's package, or the binary `REDIS_SERVER` names) and stops.

@@ -84,7 +84,8 @@ impl Cause {
         }
     }
 
-    /// All four, in the order the README's wire table lists them.
+    /// All four, in the order of their remedies: set a variable, check an
+    /// address, fund an account, wait for a window.
     pub const ALL: [Cause; 4] = [
         Cause::NoEngine,
         Cause::EngineUnreachable,

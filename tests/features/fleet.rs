@@ -1,4 +1,4 @@
-//! One hold for a fleet (CONTRACT §13), against a real `redis-server` on
+//! One hold for a fleet, against a real `redis-server` on
 //! loopback that each test starts, and an engine with an account of its own:
 //! a quota per window, then `429` with the time left. Several transports in
 //! tasks of their own and several probe processes send at a predictor's
