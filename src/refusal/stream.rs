@@ -11,9 +11,7 @@
 
 use super::failure::Answered;
 use super::site::Site;
-use super::status::{
-    Fix, out_of_credit_remedy, over_quota_remedy, rejected_token_remedy, unreachable_remedy,
-};
+use super::status::{Fix, Particulars, remedy_for, unreachable_remedy};
 use crate::refusal::evidence::words::names_credit;
 use crate::refusal::{Cause, Refusal};
 
@@ -96,20 +94,12 @@ pub(crate) fn in_stream_error(
         return Refusal::new(cause, format!("the stream {what}"), FAKE_REMEDY, None)
             .with_status(answered.status);
     };
-    let (remedy, source) = match cause {
-        Cause::EngineOutOfCredit => (out_of_credit_remedy(site), site.address_variable()),
-        Cause::NoEngine => (rejected_token_remedy(site, ""), site.token_variable()),
-        Cause::EngineOverQuota => (over_quota_remedy(site, None), site.address_variable()),
-        Cause::EngineUnreachable => (
-            unreachable_remedy(
-                site,
-                Fix::Health,
-                "sent an error in the middle of a stream",
-                None,
-            ),
-            site.address_variable(),
-        ),
+    let particulars = Particulars {
+        fix: Fix::Health,
+        what: "sent an error in the middle of a stream",
+        ..Particulars::default()
     };
+    let (remedy, source) = remedy_for(site, cause, particulars);
     site.seal(
         Refusal::new(cause, format!("{} {what}", site.subject()), remedy, source)
             .with_status(answered.status),
