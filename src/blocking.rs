@@ -25,10 +25,6 @@
 //! # }
 //! ```
 
-// Each send returns the async transport's outcome: an answer or a
-// `Refusal`, large as what it says.
-#![allow(clippy::result_large_err)]
-
 use std::fmt;
 use std::future::Future;
 use std::pin::pin;
