@@ -614,50 +614,6 @@ mod tests {
         }
     }
 
-    /// Each name of the account's credit, as an engine may spell it: alone,
-    /// inside a longer code, kebab- or upper-case.
-    const CREDIT_NAMES: [&str; 8] = [
-        "insufficient_quota",
-        "billing_hard_limit_reached",
-        "insufficient_credit",
-        "account_insufficient_funds",
-        "OUT-OF-CREDIT",
-        "credit_balance_too_low",
-        "insufficient-credits",
-        "Insufficient_Funds",
-    ];
-
-    /// Codes that mention credit or funds without naming an empty account.
-    const NOT_CREDIT: [&str; 3] = ["no_credit", "credit_window", "funds_rate_limit"];
-
-    #[test]
-    fn a_credit_name_is_out_of_credit_on_a_429_and_inside_a_stream() {
-        for name in CREDIT_NAMES {
-            let body = format!(r#"{{"error": {{"code": "{name}"}}}}"#);
-            let found = refusal(429, &body).expect("a refusal");
-            assert_eq!(found.cause(), Cause::EngineOutOfCredit, "429 {name}");
-            assert_eq!(
-                super::super::stream::error_cause(None, Some(name)),
-                Cause::EngineOutOfCredit,
-                "stream {name}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_code_that_only_mentions_credit_is_read_the_same_on_a_429_and_inside_a_stream() {
-        for name in NOT_CREDIT {
-            let body = format!(r#"{{"error": {{"code": "{name}"}}}}"#);
-            let found = refusal(429, &body).expect("a refusal");
-            assert_eq!(found.cause(), Cause::EngineOverQuota, "429 {name}");
-            assert_ne!(
-                super::super::stream::error_cause(None, Some(name)),
-                Cause::EngineOutOfCredit,
-                "stream {name}"
-            );
-        }
-    }
-
     #[test]
     fn a_token_in_a_credit_code_is_concealed_and_never_a_code() {
         let body = format!(r#"{{"error": {{"code": "insufficient_quota_{TOKEN}"}}}}"#);
