@@ -414,6 +414,9 @@ enum Sender {
 
 impl Sender {
     fn bare(url: &str) -> Sender {
+        // reqwest is built without a TLS provider of its own, as the
+        // transport's is; the bare client gets the same one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(Policy::none())

@@ -262,6 +262,9 @@ fn main() {
         ]))
         .build()
         .expect("builds");
+    // reqwest is built without a TLS provider of its own, as the
+    // transport's is; the bare client gets the same one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .no_proxy()
         .build()

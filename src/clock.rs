@@ -6,6 +6,31 @@
 //! instant and such a duration is taken here, and saturates: a wait too long
 //! for the clock ends at the furthest instant it holds, which is past any
 //! deadline or hold that means anything.
+//!
+//! # Every number and time from the wire
+//!
+//! Nothing an engine (or Redis, or a token file) sends may panic the crate, so
+//! every place where outside text becomes a number or a time is listed here,
+//! with what keeps it in range. Each is behind a fuzz target (`fuzz/`).
+//!
+//! | where | what is read | how it stays in range |
+//! |---|---|---|
+//! | `refusal/evidence/retry.rs` `parse_seconds` | `retry-after: 1*DIGIT`, `ratelimit-reset`, `RateLimit` `t=` | digits only; a value past `u64` saturates to `u64::MAX` s |
+//! | `…/retry.rs` `parse_millis` | `retry-after-ms` (fractional) | digits and `.` only, `f64` → `Duration::try_from_secs_f64`, saturating to `Duration::MAX` |
+//! | `…/retry.rs` (`from_date` in `retry_hint`) | `retry-after: <HTTP-date>` against `date:` | `httpdate`; a date in the past is zero, `duration_since` never panics |
+//! | `…/retry.rs` `duration` | `x-ratelimit-reset-requests: 6m0s`, `120ms`, `2.5s` | each part saturates, the sum `saturating_add` |
+//! | `limits/mod.rs` `hold_for` | every delay above, as a hold | cut to `max_hold` (24 h by default); `clock::later` never overflows an `Instant` |
+//! | `refusal/held.rs`, `report` | the hold's time left, `retryAfter` | `saturating_duration_since`; ms rounded in `u64` with `try_from(..).unwrap_or(MAX)` |
+//! | `transport/body.rs` | `content-length` | compared against the cap as `u64`; the reservation is capped at 1 MiB, never the declared length |
+//! | `transport/body.rs`, `stream/mod.rs` | bytes arrived, events, pieces | `saturating_add`, `try_from(..).unwrap_or(MAX)` |
+//! | `stream/sse.rs` | `retry:` field | skipped, never parsed |
+//! | `stream/channels/json_spans.rs` `number` | an object's `index` member | digits only, `checked_mul`/`checked_add` into `u64`; past it, not an index |
+//! | `limits/shared/record.rs` `read_check` | Redis `PTTL` | only `-2`, `-1`, `0` or a positive `i64` taken; `unsigned_abs` of a positive value |
+//! | `limits/shared/record.rs` `Record::decode` | the stored `v1\|<ms>\|<ms>\|<why>` | 1–20 ASCII digits that fit `u64`, `UNIX_EPOCH.checked_add`; at most 256 bytes read |
+//! | `token/file.rs` `parse` | the token file's length | `metadata().len()` and the bytes read, both against 64 KiB |
+//! | `token/read.rs` `unsettled_for` | the token file's modification time | `duration_since` errs for a time in the future, which is then read as no time at all (two reads must agree); `SETTLE - age` only when `age < SETTLE` |
+//! | `meter.rs` | latency, bytes | µs as `u64` saturating; HdrHistogram `saturating_record` |
+//! | `clock.rs` `http_date` | a hold's end as a date, in a held refusal and the probe | a time past 9999-12-31 or before 1970 is said in words; `httpdate` (which panics there) never sees it |
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -126,8 +126,6 @@ enum TokenOutcome {
 /// Resolves the address and the token (code first, then the chains) and
 /// decides whether a send can happen at all. Address problems come first,
 /// since a token refusal names the address.
-// A refusal is as large as what it says; it is built once per transport.
-#[allow(clippy::result_large_err)]
 pub(crate) fn settle(
     naming: &Naming,
     scope: &str,
@@ -226,8 +224,6 @@ fn token_and_concealer(
 
 /// The engine's address, from code or its chain, or the refusal that says
 /// why there is none a token may be sent to.
-// A refusal is as large as what it says; it is built once per transport.
-#[allow(clippy::result_large_err)]
 fn address(
     naming: &Naming,
     scope: &str,

@@ -642,7 +642,15 @@ mod engine {
             .stream_deadline(Duration::from_secs(600));
         // One client for every input: the script replaces what it does.
         static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-        let client = CLIENT.get_or_init(reqwest::Client::new).clone();
+        let client = CLIENT
+            .get_or_init(|| {
+                let tls = crate::transport::tls::client_config(Vec::new()).expect("TLS on ring");
+                reqwest::Client::builder()
+                    .tls_backend_preconfigured(tls)
+                    .build()
+                    .expect("a client")
+            })
+            .clone();
         let Ok(transport) = builder.finish(client) else {
             return Vec::new();
         };

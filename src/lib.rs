@@ -16,7 +16,7 @@
 //! one [`Concealer`] that knows the token raw, JSON-escaped,
 //! percent-encoded, as HTML character references and as base64, because
 //! refusals get pasted into public merge-request comments. How it does that
-//! in linear time is told in `DESIGN.md`, beside the crate's sources.
+//! in linear time is told in [`DESIGN.md`](https://docs.rs/crate/meterwire/latest/source/DESIGN.md).
 //!
 //! # Where the configuration comes from
 //!
@@ -103,7 +103,8 @@
 //! (32 MiB by default) of an answer.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, on nightly) marks each item that needs a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod address;
 mod answer;

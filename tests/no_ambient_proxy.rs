@@ -76,6 +76,8 @@ fn only_a_proxy_the_caller_configures_is_ever_used() {
 
         // Control: an ordinary client does pick the variables up, so the
         // proxy below receiving nothing is the transport's doing.
+        // reqwest is built without a TLS provider of its own; name one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let ordinary = reqwest::Client::new()
             .post(format!("{}/v1", engine.uri()))
             .body("{}")

@@ -1,4 +1,4 @@
-//! What the transport says about itself in `tracing` (CONTRACT §10): the
+//! What the transport says about itself in `tracing`: the
 //! `meterwire.send` span with its fields, an event per attempt and per
 //! refusal, and never the token (in any form), the request body or the
 //! answer.

@@ -1,5 +1,5 @@
 //! The probe: ask an engine one question the way a predictor would, and say
-//! what came back (the README's probe section).
+//! what came back (its manual is `examples/probe/README.md`).
 //!
 //! It is built on the crate's public API alone, so it is also the proof that
 //! the API is enough: every string it prints about a refusal is the

@@ -1,5 +1,5 @@
 //! The concealer against a slow reference: after concealing, no way an echo
-//! can be read (CONTRACT §5) gives the token back.
+//! can be read gives the token back.
 //!
 //! The input's first byte sets the token's length (4 to 32), the next bytes
 //! are the token (each mapped to visible ASCII), and the rest is the text.
@@ -12,7 +12,7 @@
 //!
 //! The reference decodes the output as it is; JSON/JavaScript-unescaped,
 //! percent-decoded, HTML-reference-decoded, all three at once (the mixtures
-//! §5 names); each of those composed with each (two layers, as the
+//! an engine's echoes mix); each of those composed with each (two layers, as the
 //! concealer promises); and every maximal base64 or base64url run of each
 //! of those, at each of the four offsets. None may hold the token.
 
@@ -281,7 +281,7 @@ fn reading_of(out: &[u8], token: &[u8], mask_marker: bool, skip_open_end: bool) 
         // three decoded); token `mu!/<p<?>A%d`, text
         // `bXUhLzxwPD8%2BQSVkmu!/<p<?>A%dbXUhLzxwPD8%2BQSVk`, out
         // `[redacted]bXUhLzxwPD8%2BQSVk` (percent-decoded, then base64).
-        // The text never held that echo in a form §5 names, so for such a
+        // The text never held that echo in a form the concealer promises, so for such a
         // token an occurrence, or a base64 run, that touches a marker is
         // skipped; any other occurrence still counts.
         let touches_marker = |start: usize, end: usize| {
@@ -438,7 +438,7 @@ fn percent_one(text: &[u8]) -> Option<(usize, Vec<u8>)> {
 }
 
 /// One HTML reference at the start of `text`, as HTML reads it: numeric
-/// ones with or without their `;`, the named ones §5 lists, and the legacy
+/// ones with or without their `;`, the named ones the concealer decodes, and the legacy
 /// names HTML reads without `;`. Any other `&name;` is some character this
 /// reference does not know: it reads as a byte no token holds, rather than
 /// as its letters, which no reader would see.

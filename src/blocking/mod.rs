@@ -31,10 +31,6 @@
 //! # }
 //! ```
 
-// Each send returns the async transport's outcome: an answer or a
-// `Refusal`, large as what it says.
-#![allow(clippy::result_large_err)]
-
 mod stream;
 
 use std::fmt;

@@ -472,7 +472,8 @@ mod tests {
     /// forms all differ from it.
     const TOKEN: &str = "mw_live_4f+Ab/9zQ7vX2kP9zR4tL8wN";
 
-    /// Every form of CONTRACT §5 and its "Forms across lines", of `TOKEN`.
+    /// Every form the concealer promises to find (raw, escaped, encoded,
+    /// base64, and wrapped across lines), of `TOKEN`.
     fn forms() -> Vec<String> {
         let each = |f: &dyn Fn(char) -> String| TOKEN.chars().map(f).collect::<String>();
         let mut forms = vec![

@@ -325,9 +325,7 @@ impl Failure {
             Failure::Unserializable(category) => row(
                 Outcome::Final,
                 "not sent",
-                format!(
-                    "the request body could not be serialized as JSON ({category}), so nothing was sent"
-                ),
+                unserializable_phrase(category),
                 "was not asked:",
                 Remedy::Serializer,
             ),
@@ -548,6 +546,12 @@ fn describe_tls(error: &rustls::Error) -> &'static str {
         }
         _ => "the handshake with the engine failed",
     }
+}
+
+/// What a body that could not be serialized says, with or without an
+/// address to name: `category` is serde_json's word for what went wrong.
+pub(crate) fn unserializable_phrase(category: &str) -> String {
+    format!("the request body could not be serialized as JSON ({category}), so nothing was sent")
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use super::site::Site;
+use super::status::{Window, over_quota_remedy};
 use crate::clock::http_date;
 use crate::refusal::{Cause, Refusal};
 use crate::text::seconds_phrase;
@@ -75,11 +76,7 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
                 seconds_phrase(hold.asked),
                 token.holding("the token")
             ),
-            format!(
-                "wait for the engine's limit window to pass ({} left) before sending again, or give the transport a retry policy whose max_wait covers it; or {}",
-                seconds_phrase(left),
-                token.set_phrase("a token with a limit of its own")
-            ),
+            over_quota_remedy(site, Window::Left(left)),
             site.address_variable(),
         )
         .with_retry_after(left),

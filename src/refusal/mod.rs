@@ -84,7 +84,8 @@ impl Cause {
         }
     }
 
-    /// All four, in the order the README's wire table lists them.
+    /// All four, in the order of their remedies: set a variable, check an
+    /// address, fund an account, wait for a window.
     pub const ALL: [Cause; 4] = [
         Cause::NoEngine,
         Cause::EngineUnreachable,
@@ -157,8 +158,14 @@ impl FromStr for Cause {
 /// assert_eq!(refusal.variable(), Some("CHANT_BEHAVIOUR_ENGINE"));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Refusal(Box<Fields>);
+
+/// A refusal's fields, boxed: a `Result<Answer, Refusal>` stays as small as
+/// its answer, however much a refusal carries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refusal {
+struct Fields {
     cause: Cause,
     reason: String,
     remedy: String,
@@ -201,7 +208,7 @@ impl Refusal {
         remedy: impl Into<String>,
         source: Option<String>,
     ) -> Refusal {
-        Refusal {
+        Refusal(Box::new(Fields {
             cause,
             reason: reason.into(),
             remedy: remedy.into(),
@@ -212,12 +219,12 @@ impl Refusal {
             engine: None,
             idempotency_key: None,
             attempts: 0,
-        }
+        }))
     }
 
     /// The same refusal, recording the HTTP status the engine answered.
     pub fn with_status(mut self, status: u16) -> Refusal {
-        self.status = Some(status);
+        self.0.status = Some(status);
         self
     }
 
@@ -225,61 +232,61 @@ impl Refusal {
     /// wait, to the millisecond (as the report carries it, so a report
     /// reads back as the refusal it was written from).
     pub fn with_retry_after(mut self, delay: Duration) -> Refusal {
-        self.retry_after = Some(seconds::to_millisecond(delay));
+        self.0.retry_after = Some(seconds::to_millisecond(delay));
         self
     }
 
     /// The same refusal, recording the engine's id for the request.
     pub fn with_request_id(mut self, id: impl Into<String>) -> Refusal {
-        self.request_id = Some(id.into());
+        self.0.request_id = Some(id.into());
         self
     }
 
     /// The same refusal, recording how many requests went to the wire.
     pub fn with_attempts(mut self, attempts: u32) -> Refusal {
-        self.attempts = attempts;
+        self.0.attempts = attempts;
         self
     }
 
     /// The same refusal, naming the engine's host (concealed, as every
     /// string the crate writes).
     pub(crate) fn with_engine(mut self, host: String) -> Refusal {
-        self.engine = Some(host).filter(|host| !host.is_empty());
+        self.0.engine = Some(host).filter(|host| !host.is_empty());
         self
     }
 
     /// The same refusal, naming the idempotency key its send carried.
     pub(crate) fn with_idempotency_key(mut self, key: &str) -> Refusal {
-        self.idempotency_key = Some(key.to_owned());
+        self.0.idempotency_key = Some(key.to_owned());
         self
     }
 
     /// The cause.
     pub fn cause(&self) -> Cause {
-        self.cause
+        self.0.cause
     }
 
     /// What happened, naming the scope, the redacted address and the
     /// variable involved.
     pub fn reason(&self) -> &str {
-        &self.reason
+        &self.0.reason
     }
 
     /// What an operator should do, naming at least one variable.
     pub fn remedy(&self) -> &str {
-        &self.remedy
+        &self.0.remedy
     }
 
     /// The variable the refusal traces back to, when there is one (the
     /// report's `source`); none for a value given in code, or when no
     /// variable is to blame.
     pub fn variable(&self) -> Option<&str> {
-        self.source.as_deref()
+        self.0.source.as_deref()
     }
 
     /// The HTTP status the engine answered, when it answered one.
     pub fn status(&self) -> Option<u16> {
-        self.status
+        self.0.status
     }
 
     /// How long the engine asked the caller to wait before sending again,
@@ -287,34 +294,34 @@ impl Refusal {
     /// in the past is zero) or a `RateLimit` reset, when it sent one that
     /// parses. In the report: `retryAfter`, in seconds.
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.0.retry_after
     }
 
     /// The engine's id for the request (`x-request-id`, `request-id`, …),
     /// concealed and bounded, for its support desk. In the report:
     /// `requestId`.
     pub fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
+        self.0.request_id.as_deref()
     }
 
     /// The engine's host (and port), redacted and concealed, when the
     /// refusal is about a send to one. In the report: `engine`.
     pub fn engine(&self) -> Option<&str> {
-        self.engine.as_deref()
+        self.0.engine.as_deref()
     }
 
     /// The idempotency key the refused send carried, when it carried one
     /// (the key is not a secret: an engine's support desk can find the
     /// send by it). In the report: `idempotencyKey`.
     pub fn idempotency_key(&self) -> Option<&str> {
-        self.idempotency_key.as_deref()
+        self.0.idempotency_key.as_deref()
     }
 
     /// How many requests went to the wire before this refusal: `0` for a
     /// refusal made before sending. In the report: `attempts`, when not
     /// zero.
     pub fn attempts(&self) -> u32 {
-        self.attempts
+        self.0.attempts
     }
 
     /// The report of this refusal: `{"behaviour": "v1", "refusal": {…}}`.
@@ -334,9 +341,9 @@ impl Refusal {
         text: &str,
         concealer: &crate::conceal::Concealer,
     ) -> Refusal {
-        self.reason = match self.reason.strip_prefix(prefix) {
+        self.0.reason = match self.0.reason.strip_prefix(prefix) {
             Some(rest) => format!("{prefix}{text}{rest}"),
-            None => format!("{text}{}", self.reason),
+            None => format!("{text}{}", self.0.reason),
         };
         site::seal(concealer, self)
     }
@@ -345,10 +352,10 @@ impl Refusal {
     /// engine's host: how the transport passes each through its concealer
     /// one last time before they leave.
     pub(crate) fn map_text(mut self, mut f: impl FnMut(&str) -> String) -> Refusal {
-        self.reason = f(&self.reason);
-        self.remedy = f(&self.remedy);
-        self.request_id = self.request_id.map(|id| f(&id));
-        self.engine = self.engine.map(|host| f(&host));
+        self.0.reason = f(&self.0.reason);
+        self.0.remedy = f(&self.0.remedy);
+        self.0.request_id = self.0.request_id.map(|id| f(&id));
+        self.0.engine = self.0.engine.map(|host| f(&host));
         self
     }
 }
@@ -359,8 +366,38 @@ impl fmt::Display for Refusal {
         write!(
             f,
             "{}: {} (remedy: {})",
-            self.cause, self.reason, self.remedy
+            self.0.cause, self.0.reason, self.0.remedy
         )
+    }
+}
+
+/// The fields, as a struct named `Refusal`: the box is not shown.
+impl fmt::Debug for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Fields {
+            cause,
+            reason,
+            remedy,
+            source,
+            status,
+            retry_after,
+            request_id,
+            engine,
+            idempotency_key,
+            attempts,
+        } = &*self.0;
+        f.debug_struct("Refusal")
+            .field("cause", cause)
+            .field("reason", reason)
+            .field("remedy", remedy)
+            .field("source", source)
+            .field("status", status)
+            .field("retry_after", retry_after)
+            .field("request_id", request_id)
+            .field("engine", engine)
+            .field("idempotency_key", idempotency_key)
+            .field("attempts", attempts)
+            .finish()
     }
 }
 
@@ -448,5 +485,21 @@ mod seconds {
                     serde::de::Error::custom("retryAfter must be a non-negative number of seconds")
                 }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_one_pointer_wide_and_prints_as_its_fields() {
+        assert_eq!(std::mem::size_of::<Refusal>(), std::mem::size_of::<usize>());
+        let refusal = Refusal::new(Cause::NoEngine, "why", "what to do", None).with_status(401);
+        let shown = format!("{refusal:?}");
+        assert!(
+            shown.starts_with(r#"Refusal { cause: NoEngine, reason: "why", remedy: "what to do", source: None, status: Some(401),"#),
+            "{shown}"
+        );
     }
 }

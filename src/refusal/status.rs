@@ -132,17 +132,88 @@ pub(crate) fn rejected_token_remedy(site: &Site, with_scope: &str) -> String {
     ))
 }
 
+/// How long a spent window asks to be waited out, as its remedy says it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) enum Window {
+    /// The engine gave no hint.
+    #[default]
+    Unsaid,
+    /// The engine asked for this long.
+    Asked(Duration),
+    /// A hold has this long left, which a retry policy could wait out.
+    Left(Duration),
+}
+
 /// The remedy of a spent limit: wait for the window (as long as the
-/// engine asked, when it did), or use a token with a limit of its own.
-pub(crate) fn over_quota_remedy(site: &Site, delay: Option<Duration>) -> String {
+/// engine asked, or as is left of it), or use a token with a limit of its
+/// own.
+pub(crate) fn over_quota_remedy(site: &Site, window: Window) -> String {
+    let (how_long, or_wait) = match window {
+        Window::Unsaid => (String::new(), ""),
+        Window::Asked(delay) => (format!(" (it asks for {})", seconds_phrase(delay)), ""),
+        Window::Left(left) => (
+            format!(" ({} left)", seconds_phrase(left)),
+            "or give the transport a retry policy whose max_wait covers it; ",
+        ),
+    };
     format!(
-        "wait for the engine's limit window to pass{} before sending again, or {}",
-        match delay {
-            Some(delay) => format!(" (it asks for {})", seconds_phrase(delay)),
-            None => String::new(),
-        },
+        "wait for the engine's limit window to pass{how_long} before sending again, {or_wait}or {}",
         site.token().set_phrase("a token with a limit of its own")
     )
+}
+
+/// What the engine said beyond its refusal's cause, for the remedy: each
+/// cause reads the part that is its own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Particulars<'a> {
+    /// A rejected token: the scope a token needs, when the engine said
+    /// (` (one with the scope "…")`), else empty.
+    pub(crate) with_scope: &'a str,
+    /// A spent limit: how long its window asks to be waited out.
+    pub(crate) window: Window,
+    /// The engine unreachable: where the remedy points, what the engine
+    /// did, and how long it asked to wait.
+    pub(crate) fix: Fix,
+    pub(crate) what: &'a str,
+    pub(crate) delay: Option<Duration>,
+}
+
+impl Default for Particulars<'_> {
+    fn default() -> Self {
+        Particulars {
+            with_scope: "",
+            window: Window::Unsaid,
+            fix: Fix::Health,
+            what: "",
+            delay: None,
+        }
+    }
+}
+
+/// The remedy of a refusal the engine's answer caused, and the variable it
+/// names: the one place a cause becomes what to do. A rejected token names
+/// the token's variable; every other cause the address's, where the engine
+/// that answered was found.
+pub(crate) fn remedy_for(
+    site: &Site,
+    cause: Cause,
+    particulars: Particulars<'_>,
+) -> (String, Option<String>) {
+    match cause {
+        Cause::EngineOutOfCredit => (out_of_credit_remedy(site), site.address_variable()),
+        Cause::NoEngine => (
+            rejected_token_remedy(site, particulars.with_scope),
+            site.token_variable(),
+        ),
+        Cause::EngineOverQuota => (
+            over_quota_remedy(site, particulars.window),
+            site.address_variable(),
+        ),
+        Cause::EngineUnreachable => (
+            unreachable_remedy(site, particulars.fix, particulars.what, particulars.delay),
+            site.address_variable(),
+        ),
+    }
 }
 
 /// The remedy of a refusal the configured proxy caused: check the proxy
@@ -235,13 +306,15 @@ pub(crate) fn refusal_for_status(
                 ),
                 None => format!("answered HTTP {status}"),
             };
+            let (remedy, source) =
+                remedy_for(site, Cause::EngineOutOfCredit, Particulars::default());
             Refusal::new(
                 Cause::EngineOutOfCredit,
                 format!(
                     "{subject} {answered}: the account billed through {holder} is out of credit{request}{said}"
                 ),
-                out_of_credit_remedy(site),
-                site.address_variable(),
+                remedy,
+                source,
             )
         }
         (401 | 403, None) => {
@@ -257,23 +330,35 @@ pub(crate) fn refusal_for_status(
                 ),
                 None => String::new(),
             };
+            let particulars = Particulars {
+                with_scope: &with_scope,
+                ..Particulars::default()
+            };
+            let (remedy, source) = remedy_for(site, Cause::NoEngine, particulars);
             Refusal::new(
                 Cause::NoEngine,
                 format!(
                     "{subject} answered HTTP {status}: the engine rejected {holder}{diagnosis}{request}{said}"
                 ),
-                rejected_token_remedy(site, &with_scope),
-                site.token_variable(),
+                remedy,
+                source,
             )
         }
-        (429, None) => Refusal::new(
-            Cause::EngineOverQuota,
-            format!(
-                "{subject} answered HTTP 429: the account billed through {holder} is over a quota or rate limit{retry}{request}{said}"
-            ),
-            over_quota_remedy(site, delay),
-            site.address_variable(),
-        ),
+        (429, None) => {
+            let particulars = Particulars {
+                window: delay.map_or(Window::Unsaid, Window::Asked),
+                ..Particulars::default()
+            };
+            let (remedy, source) = remedy_for(site, Cause::EngineOverQuota, particulars);
+            Refusal::new(
+                Cause::EngineOverQuota,
+                format!(
+                    "{subject} answered HTTP 429: the account billed through {holder} is over a quota or rate limit{retry}{request}{said}"
+                ),
+                remedy,
+                source,
+            )
+        }
         (407, None) => {
             let who = match site.proxy() {
                 Some(proxy) => format!("the proxy at {proxy}"),
@@ -317,18 +402,21 @@ pub(crate) fn refusal_for_status(
                 500..=599 => "the engine failed while answering",
                 _ => "that is not an answer",
             };
+            let what = format!("answered HTTP {status}");
+            let particulars = Particulars {
+                fix: fix_for_status(status),
+                what: &what,
+                delay,
+                ..Particulars::default()
+            };
+            let (remedy, source) = remedy_for(site, Cause::EngineUnreachable, particulars);
             Refusal::new(
                 Cause::EngineUnreachable,
                 format!(
                     "{subject} answered HTTP {status} instead of an answer: {kind}, so it did not answer the question{retry}{request}{said}"
                 ),
-                unreachable_remedy(
-                    site,
-                    fix_for_status(status),
-                    &format!("answered HTTP {status}"),
-                    delay,
-                ),
-                site.address_variable(),
+                remedy,
+                source,
             )
         }
     };

@@ -11,9 +11,7 @@
 
 use super::failure::Answered;
 use super::site::Site;
-use super::status::{
-    Fix, out_of_credit_remedy, over_quota_remedy, rejected_token_remedy, unreachable_remedy,
-};
+use super::status::{Fix, Particulars, remedy_for, unreachable_remedy};
 use crate::refusal::evidence::words::names_credit;
 use crate::refusal::{Cause, Refusal};
 
@@ -96,20 +94,12 @@ pub(crate) fn in_stream_error(
         return Refusal::new(cause, format!("the stream {what}"), FAKE_REMEDY, None)
             .with_status(answered.status);
     };
-    let (remedy, source) = match cause {
-        Cause::EngineOutOfCredit => (out_of_credit_remedy(site), site.address_variable()),
-        Cause::NoEngine => (rejected_token_remedy(site, ""), site.token_variable()),
-        Cause::EngineOverQuota => (over_quota_remedy(site, None), site.address_variable()),
-        Cause::EngineUnreachable => (
-            unreachable_remedy(
-                site,
-                Fix::Health,
-                "sent an error in the middle of a stream",
-                None,
-            ),
-            site.address_variable(),
-        ),
+    let particulars = Particulars {
+        fix: Fix::Health,
+        what: "sent an error in the middle of a stream",
+        ..Particulars::default()
     };
+    let (remedy, source) = remedy_for(site, cause, particulars);
     site.seal(
         Refusal::new(cause, format!("{} {what}", site.subject()), remedy, source)
             .with_status(answered.status),
@@ -229,6 +219,64 @@ const FAKE_REMEDY: &str = "a scripted stream refused; the engine's address is re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conceal::Concealer;
+    use crate::refusal::site::test_site;
+
+    /// What a `429` with `body` becomes, by the status table.
+    fn on_a_429(body: &str) -> Refusal {
+        super::super::status::refusal_for_status(
+            &test_site(Concealer::new([])),
+            429,
+            &reqwest::header::HeaderMap::new(),
+            body.as_bytes(),
+            std::time::SystemTime::now(),
+        )
+        .expect("a refusal")
+    }
+
+    /// Each name of the account's credit, as an engine may spell it: alone,
+    /// inside a longer code, kebab- or upper-case.
+    const CREDIT_NAMES: [&str; 8] = [
+        "insufficient_quota",
+        "billing_hard_limit_reached",
+        "insufficient_credit",
+        "account_insufficient_funds",
+        "OUT-OF-CREDIT",
+        "credit_balance_too_low",
+        "insufficient-credits",
+        "Insufficient_Funds",
+    ];
+
+    /// Codes that mention credit or funds without naming an empty account.
+    const NOT_CREDIT: [&str; 3] = ["no_credit", "credit_window", "funds_rate_limit"];
+
+    #[test]
+    fn a_credit_name_is_out_of_credit_on_a_429_and_inside_a_stream() {
+        for name in CREDIT_NAMES {
+            let body = format!(r#"{{"error": {{"code": "{name}"}}}}"#);
+            let found = on_a_429(&body);
+            assert_eq!(found.cause(), Cause::EngineOutOfCredit, "429 {name}");
+            assert_eq!(
+                error_cause(None, Some(name)),
+                Cause::EngineOutOfCredit,
+                "stream {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_code_that_only_mentions_credit_is_read_the_same_on_a_429_and_inside_a_stream() {
+        for name in NOT_CREDIT {
+            let body = format!(r#"{{"error": {{"code": "{name}"}}}}"#);
+            let found = on_a_429(&body);
+            assert_eq!(found.cause(), Cause::EngineOverQuota, "429 {name}");
+            assert_ne!(
+                error_cause(None, Some(name)),
+                Cause::EngineOutOfCredit,
+                "stream {name}"
+            );
+        }
+    }
 
     #[test]
     fn an_errors_type_and_code_name_its_cause() {

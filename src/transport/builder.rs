@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::{Certificate, Client, Proxy, redirect};
+use reqwest::{Client, Proxy, redirect};
 use secrecy::SecretString;
 
 use super::handle::{HttpTransport, Inner, Shown};
@@ -461,13 +461,9 @@ impl HttpTransportBuilder {
         }
         let mut certs = Vec::new();
         for pem in &self.ca_pems {
-            let bundle = Certificate::from_pem_bundle(pem)
-                .map_err(|_| BuildError::CaCertificate("it does not parse"))?;
-            if bundle.is_empty() {
-                return Err(BuildError::CaCertificate("it holds no certificate"));
-            }
-            certs.extend(bundle);
+            certs.extend(super::tls::pem_certificates(pem).map_err(BuildError::CaCertificate)?);
         }
+        let tls = super::tls::client_config(certs).map_err(|_| BuildError::Client)?;
         // No client-wide timeout: each call's own deadline covers connect,
         // headers and body (the send loop's `Deadline`), and a call may be
         // given a longer one than the transport's.
@@ -475,7 +471,7 @@ impl HttpTransportBuilder {
             .no_proxy()
             .redirect(redirect::Policy::none())
             .user_agent(USER_AGENT)
-            .tls_certs_merge(certs);
+            .tls_backend_preconfigured(tls);
         if let Some(proxy) = &self.proxy {
             let refused = || BuildError::Proxy {
                 shown: crate::refusal::site::shown_address(

@@ -96,8 +96,6 @@ impl HttpTransport {
     }
 
     /// A request's options, checked.
-    // A refusal is as large as what it says.
-    #[allow(clippy::result_large_err)]
     fn options(&self, request: &Request) -> Result<Options, Refusal> {
         if let Some(category) = request.unserializable() {
             return Err(self.refuse_unsent(Failure::Unserializable(category)));

@@ -40,6 +40,7 @@ pub(crate) mod headers;
 pub(crate) mod incoming;
 pub(crate) mod reply;
 pub(crate) mod run;
+pub(crate) mod tls;
 pub(crate) mod utf8;
 
 use std::future::Future;
@@ -187,9 +188,7 @@ pub trait Transport: Send + Sync {
 fn unserializable(category: &str) -> Refusal {
     Refusal::new(
         Cause::EngineUnreachable,
-        format!(
-            "the request body could not be serialized as JSON ({category}), so nothing was sent"
-        ),
+        crate::refusal::failure::unserializable_phrase(category),
         format!(
             "fix the request type the predictor serializes, so that serde_json can write it as JSON; nothing was sent to the engine (its address is read from {} by default)",
             Naming::default().engine_variable()

@@ -1,7 +1,7 @@
 //! The cargo features' tests, as one binary built only with both
 //! (`cargo test --all-features`): `blocking`, the transport for a program
 //! with no runtime, and `redis`, one hold for a fleet against a real
-//! `redis-server` that each test starts on loopback (CONTRACT §13). A binary
+//! `redis-server` that each test starts on loopback. A binary
 //! of their own, so that the plain `cargo test` needs neither and the big
 //! `tests/it` is not built twice.
 

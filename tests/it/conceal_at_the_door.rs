@@ -1,4 +1,4 @@
-//! CONTRACT §5 "Conceal at the door": whatever the engine sends is concealed
+//! Conceal at the door: whatever the engine sends is concealed
 //! as it enters, and everything the crate derives from engine text (a retry
 //! delay, a redirect's host, a challenge's parameters, the engine's words)
 //! is derived from concealed text. Each test is a path by which a token once
@@ -276,7 +276,7 @@ fn random_tokens_echoed_anywhere_come_out_nowhere() {
     }
 }
 
-/// CONTRACT §5 "Forms across lines", through `send`: base64 wrapped at any
+/// Forms across lines, through `send`: base64 wrapped at any
 /// width (MIME 76, PEM 64, others) with `LF`, `CRLF` or JSON's `\n`, and the
 /// token hard-wrapped by one line break. The whole broken occurrence is one
 /// `[redacted]` (of base64, from the first to the last character that

@@ -1,4 +1,4 @@
-//! CONTRACT §5 "Forms across lines": base64 wrapped at any width, and a
+//! Forms across lines: base64 wrapped at any width, and a
 //! token hard-wrapped by one line break, are concealed whole, break
 //! included; a blank line, or prose, joins nothing.
 
@@ -13,7 +13,7 @@ use crate::support::forms::{
 #[test]
 /// From the first to the last character that carries the token's bits,
 /// breaks included: the characters of what precedes it (`Bearer `,
-/// `user:`) stay, as CONTRACT §11 has base64 concealed.
+/// `user:`) stay, since they carry none of the token's bits.
 fn base64_wrapped_at_any_width_is_concealed_from_its_first_to_its_last_character() {
     let concealer = Concealer::new([TOKEN]);
     for prefix in ["", "Bearer ", "user:", "xy"] {

@@ -345,7 +345,8 @@ fn base64_in_both_alphabets_padded_or_not_is_concealed() {
 }
 
 /// A longer run keeps the characters that carry none of the token's bits,
-/// before it and after it (CONTRACT §11); those that do go, as one marker.
+/// before it and after it (base64 is concealed from the first to the last
+/// character that carries the token's bits); those that do go, as one marker.
 #[test]
 fn base64_of_the_token_at_every_alignment_inside_a_longer_run_is_concealed() {
     for engine in [STANDARD, URL_SAFE_NO_PAD] {

@@ -84,7 +84,7 @@ fn assert_status_refusal(refusal: &Refusal, status: u16) {
 }
 
 /// `engine-unreachable`: the remedy points at the request, the address's
-/// path, the engine's health or the address (CONTRACT §4), and names the
+/// path, the engine's health or the address, and names the
 /// address variable.
 #[track_caller]
 fn assert_unreachable(refusal: &Refusal) {
@@ -99,7 +99,7 @@ fn assert_unreachable(refusal: &Refusal) {
     assert!(
         points.iter().any(|point| lower(remedy).contains(point))
             || remedy.contains(&format!("set {ADDRESS_VAR}")),
-        "the remedy points nowhere §4 names (the request, the path, the engine's health, the address): {remedy:?}"
+        "the remedy points nowhere the remedy table names (the request, the path, the engine's health, the address): {remedy:?}"
     );
 }
 

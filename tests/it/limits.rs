@@ -1,4 +1,4 @@
-//! The engine's limits (CONTRACT §9): a hinted 429 or 503, or an answer
+//! The engine's limits: a hinted 429 or 503, or an answer
 //! whose rate-limit fields say nothing is left, holds every clone of the
 //! transport; an opt-in latch repeats a 402, 401 or 403 without sending.
 //! A held send never reaches the engine, counted.

@@ -1,4 +1,4 @@
-//! CONTRACT §4's remedy table: within `engine-unreachable` the remedy points
+//! The remedy table: within `engine-unreachable` the remedy points
 //! where the wire does (the request, the address's path, the engine's
 //! health, the address), and a `429` whose error code names the account's
 //! credit is out of credit, through `send` against a loopback engine.

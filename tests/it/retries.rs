@@ -1,4 +1,4 @@
-//! CONTRACT §9's table, row by row, against loopback engines that count
+//! The retry table, row by row, against loopback engines that count
 //! what they receive: a retry is a second bill, so every rule here is a
 //! number of requests.
 

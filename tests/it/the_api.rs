@@ -1,4 +1,4 @@
-//! The public API of CONTRACT §8, each method against a loopback engine:
+//! The public API, each method against a loopback engine:
 //! configuration from code, headers, calls, typed sends, what answers and
 //! refusals carry, and the `Transport` trait's implementations.
 

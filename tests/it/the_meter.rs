@@ -1,4 +1,4 @@
-//! The meter (CONTRACT §10): exact counts under concurrency, shared by
+//! The meter: exact counts under concurrency, shared by
 //! clones, every call counted. The trace has a binary of its own,
 //! `tests/trace.rs`, because it needs a process-wide subscriber.
 

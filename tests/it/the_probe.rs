@@ -1,4 +1,4 @@
-//! The probe (the README's probe section), run as the built example in a subprocess with
+//! The probe (`examples/probe/README.md`), run as the built example in a subprocess with
 //! an environment built here rather than inherited, against engines on
 //! 127.0.0.1: its exit statuses, its JSON documents, the body it sends, the
 //! tour of `--embedded`, and that nothing it prints in any mode carries the

@@ -58,6 +58,15 @@ impl Authority {
     /// A server configuration presenting a certificate for `names`, signed
     /// by this authority.
     fn server_config(&self, names: &[&str]) -> Arc<ServerConfig> {
+        self.server_config_speaking(names, rustls::DEFAULT_VERSIONS)
+    }
+
+    /// The same, speaking only `versions` of TLS.
+    fn server_config_speaking(
+        &self,
+        names: &[&str],
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> Arc<ServerConfig> {
         let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
         let mut params = CertificateParams::new(names).expect("valid names");
         params
@@ -71,12 +80,12 @@ impl Authority {
             .signed_by(&key, &self.issuer)
             .expect("a certificate signed by the authority");
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        // reqwest uses the aws-lc-rs provider; the server names it too, so
+        // The transport speaks rustls on ring; the server names it too, so
         // the test does not depend on a process-wide default.
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("the provider supports the default versions")
+            .with_protocol_versions(versions)
+            .expect("the provider supports the versions")
             .with_no_client_auth()
             .with_single_cert(vec![cert.der().clone()], key)
             .expect("the key matches the certificate");
@@ -208,6 +217,25 @@ async fn an_engine_signed_by_an_added_authority_answers() {
     assert_eq!(answer.status(), 200);
     assert_eq!(answer.text(), BODY);
     assert_eq!(engine.requests(), 1);
+}
+
+#[tokio::test]
+async fn an_engine_speaking_only_tls_1_2_or_only_tls_1_3_answers() {
+    let authority = Authority::new();
+    for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
+        let config = authority.server_config_speaking(&["localhost"], &[version]);
+        let engine = TlsEngine::start(config).await;
+        let transport = HttpTransport::builder("acme")
+            .env(env(format!("https://localhost:{}/v1", engine.port)))
+            .add_ca_certificate_pem(authority.pem.as_bytes())
+            .build()
+            .expect("the configuration is valid");
+
+        let answer = send(&transport).await.expect("a trusted engine answers");
+
+        assert_eq!(answer.text(), BODY, "{:?}", version.version);
+        assert_eq!(engine.requests(), 1, "{:?}", version.version);
+    }
 }
 
 #[tokio::test]

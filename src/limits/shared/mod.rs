@@ -1,4 +1,4 @@
-//! One hold for a fleet (CONTRACT §13): the hold of §9 kept in Redis as
+//! One hold for a fleet: the engine's hold (`limits/`) kept in Redis as
 //! well as in the process, so that a `429` seen by one predictor process
 //! holds every process that shares the account.
 //!
@@ -67,7 +67,7 @@
 //!
 //! A later, shorter hint must not cut a fleet's hold short (a gateway's
 //! cooldown that kept its first, shorter deadline is the bug this avoids).
-//! §13 names `SET … PX NX` then `PEXPIRE … GT`; [`SharedHold::extend`] runs
+//! The usual recipe is `SET … PX NX` then `PEXPIRE … GT`; [`SharedHold::extend`] runs
 //! the equivalent as one script instead: read the time left, and set the
 //! value with the new end only when that end is later. It is one round
 //! trip like the pipelined pair, and it also moves the record with the end,

@@ -244,20 +244,19 @@ pub(crate) fn stream_error(text: &str) -> Option<(Option<String>, Option<String>
     Some((kind, code))
 }
 
-/// Whether an error's `type` or `code` names the account's credit
-/// (`insufficient_quota`, `…credit…`, `…funds…`), compared with `-` read as
-/// `_`, case ignored.
+/// Whether an error's `type` or `code` names the account's credit rather
+/// than a spent window: it holds one of [`CREDIT_CODES`], compared with `-`
+/// read as `_`, case ignored. The one rule for a `429`'s body and an error
+/// inside a stream alike: a code that merely mentions credit (`no_credit`,
+/// `credit_limit_window`) is not enough, since waiting may still help it.
 pub(crate) fn names_credit(code: &str) -> bool {
     let folded = code.to_ascii_lowercase().replace('-', "_");
     CREDIT_CODES.iter().any(|name| folded.contains(name))
-        || folded.contains("credit")
-        || folded.contains("funds")
 }
 
 /// The codes an engine uses for an account with no credit left, rather than
 /// a spent window: OpenAI's `insufficient_quota` and
-/// `billing_hard_limit_reached`, and the generic names. Compared with `-`
-/// read as `_`, case ignored.
+/// `billing_hard_limit_reached`, and the generic names.
 const CREDIT_CODES: [&str; 6] = [
     "insufficient_quota",
     "billing_hard_limit_reached",
@@ -285,10 +284,7 @@ pub(crate) fn credit_code(body_text: &str, concealer: &Concealer) -> Option<Stri
     candidates
         .into_iter()
         .filter_map(text)
-        .find(|code| {
-            let folded = code.to_ascii_lowercase().replace('-', "_");
-            CREDIT_CODES.iter().any(|name| folded.contains(name))
-        })
+        .find(|code| names_credit(code))
         .map(|code| engine_code(&code, concealer))
 }
 

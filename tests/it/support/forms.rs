@@ -236,8 +236,8 @@ pub fn forms(token: &str) -> Vec<(String, String)> {
 /// base64 with the characters that carry the token's bits (and the padding
 /// right after them) replaced by one marker each, and the characters of
 /// what precedes and follows it (`Bearer `, `user:`), which carry none of
-/// them, kept (CONTRACT §11: base64 is concealed from the first to the
-/// last character that carries the secret's bits).
+/// them, kept (base64 is concealed from the first to the last character
+/// that carries the secret's bits).
 pub fn concealed(form: &str, token: &str) -> String {
     // The base64 characters of the form, with where each stands in it: a
     // wrapped form has line breaks between them, raw or JSON-escaped.

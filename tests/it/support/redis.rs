@@ -1,4 +1,4 @@
-//! Redis for the shared hold's tests (CONTRACT §13), none of it mocked: a
+//! Redis for the shared hold's tests, none of it mocked: a
 //! real `redis-server` on a free loopback port in a directory of its own,
 //! persisting nothing, stopped and its directory removed when dropped; a
 //! listener that accepts connections and never answers (a Redis that hangs);
