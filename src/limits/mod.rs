@@ -235,15 +235,18 @@ impl Limits {
 
     /// Hands the fleet `hold`, which this process started or lengthened
     /// (what [`Limits::observe`] returned): its end in Redis only grows.
-    /// Written in the background, so that a Redis that is slow to read is
-    /// still told, and the send does not wait for it.
-    pub(crate) fn share(&self, hold: &Hold) {
+    /// The send waits for the write no longer than the shared hold's wait;
+    /// a write that takes longer goes on in the background, so that a Redis
+    /// slow to answer is still told.
+    pub(crate) async fn share(&self, hold: &Hold) {
         #[cfg(feature = "redis")]
         if let Some(shared) = &self.shared {
             let left = hold.until.saturating_duration_since(Instant::now());
+            let wait = shared.wait();
             let shared = shared.clone();
             let record = shared::Record::of(hold);
-            tokio::spawn(async move { shared.extend(left, &record).await });
+            let write = tokio::spawn(async move { shared.extend(left, &record).await });
+            let _ = tokio::time::timeout(wait, write).await;
         }
         #[cfg(not(feature = "redis"))]
         let _ = hold;

@@ -391,7 +391,7 @@ impl HttpTransport {
                     tracing::debug!(attempt, status = R::status(&got), "answered");
                     let fields = R::fields(&got);
                     if let Some(hold) = limits.observe(now, Seen::Answer { fields }, &ticket) {
-                        limits.share(&hold);
+                        limits.share(&hold).await;
                     }
                     let got = Got {
                         got,
@@ -412,7 +412,7 @@ impl HttpTransport {
                     history.push(short);
                     let seen = Seen::Refused(&refusal, token.generation);
                     if let Some(hold) = limits.observe(now, seen, &ticket) {
-                        limits.share(&hold);
+                        limits.share(&hold).await;
                     }
                     drop(ticket);
                     // The engine rejected a token its file has since

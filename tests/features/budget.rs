@@ -366,19 +366,15 @@ async fn a_fleet_on_a_busy_machine_keeps_to_the_figures_of_one_hold() {
     let redis = Redis::start();
     let busy = Busy::start();
     let run = budget_fleet(Dialect::Anthropic, &redis, None).await;
-    let alone = crate::fleet::fleet(4, None).await;
-    let together = crate::fleet::fleet(4, Some(&redis)).await;
     drop(busy);
     eprintln!(
-        "on a busy machine: Anthropic, {SENDERS} transports: {:?}; no fields, 4 transports: \
-         429s per window alone {alone:?}, shared {together:?}",
+        "on a busy machine: Anthropic, {SENDERS} transports: {:?}",
         run.windows
     );
     for window in &run.windows {
         assert!(window.rejected <= 3, "{:?}", run.windows);
         assert!(window.answered >= QUOTA * 9 / 10, "{:?}", run.windows);
     }
-    crate::fleet::assert_one_per_window_and_a_race(&alone, &together);
 }
 
 /// Each dialect's hostile fields: negative, past 2^64, garbage, a reset in

@@ -98,7 +98,7 @@ async fn engine() -> (MockServer, Account) {
 /// `processes` transports built apart (as separate processes build them),
 /// each sent through at a predictor's pace until `WINDOWS` windows have
 /// passed; the `429`s the engine sent per window.
-pub(crate) async fn fleet(processes: usize, shared: Option<&Redis>) -> Vec<u32> {
+async fn fleet(processes: usize, shared: Option<&Redis>) -> Vec<u32> {
     let (server, account) = engine().await;
     let until = account.started + WINDOW * WINDOWS;
     let mut tasks = Vec::new();
@@ -149,7 +149,7 @@ async fn a_fleet_of_transports_sends_one_429_per_window_not_one_each() {
 /// back. Checked: windows after the start with at most three `429`s, three
 /// quarters of alone's at most in all, and one at least with the one `429`
 /// a shared hold allows.
-pub(crate) fn assert_one_per_window_and_a_race(alone: &[u32], together: &[u32]) {
+fn assert_one_per_window_and_a_race(alone: &[u32], together: &[u32]) {
     assert!(alone.iter().all(|&n| n >= 4), "alone: {alone:?}");
     let (alone_after, after_start) = (&alone[1..], &together[1..]);
     assert!(after_start.iter().all(|&n| n <= 3), "shared: {together:?}");

@@ -269,6 +269,11 @@ impl SharedHold {
         format!("meterwire:hold:{scope}:{host}")
     }
 
+    /// How long a send waits for Redis.
+    pub(crate) fn wait(&self) -> Duration {
+        self.wait
+    }
+
     /// The shared hold as a refusal names it: `Redis host:port, key …`,
     /// concealed, never the password.
     pub(crate) fn shown(&self) -> String {
