@@ -721,7 +721,7 @@ pub fn join_lines(concealer: &Concealer, lines: &[&str]) -> Result<Vec<String>, 
     use crate::stream::channels::Joined;
     let mut joined: Joined<String> = Joined::new(Some(concealer));
     let mut out = Vec::new();
-    let mut drain = |joined: &mut Joined<String>, out: &mut Vec<String>| {
+    let drain = |joined: &mut Joined<String>, out: &mut Vec<String>| {
         while let Some(Some(Ok(line))) = joined.out() {
             out.push(line);
         }
