@@ -31,7 +31,8 @@ use crate::origin::Origin;
 use crate::refusal::Refusal;
 use crate::refusal::Site;
 use crate::refusal::before_send;
-use crate::token::file::{Current, FileProblem, TokenFile};
+use crate::token::content::FileProblem;
+use crate::token::file::{Current, TokenFile};
 use crate::token::{Token, UnusableToken};
 
 /// What the builder was given in code: the address, the token (or a file

@@ -113,7 +113,7 @@ pub fn token_file(bytes: &[u8]) -> Result<Vec<u8>, String> {
         variable: Some("CHANT_BEHAVIOUR_TOKEN_FILE".to_owned()),
         twin: "CHANT_BEHAVIOUR_TOKEN_FILE".to_owned(),
     };
-    crate::token::file::parse(bytes, origin)
+    crate::token::content::parse(bytes, origin)
         .map(|token| token.header().as_bytes().to_vec())
         .map_err(|problem| problem.describe())
 }

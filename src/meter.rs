@@ -64,6 +64,21 @@ fn index(cause: Cause) -> usize {
 }
 
 impl Meter {
+    /// An answer's usage, summed and recorded on the send's span under
+    /// OpenTelemetry's GenAI names.
+    pub(crate) fn billed(&self, span: &tracing::Span, usage: Option<crate::usage::Usage>) {
+        let Some(usage) = usage else {
+            return;
+        };
+        self.usage.add(&usage);
+        if let Some(input) = usage.input() {
+            span.record("gen_ai.usage.input_tokens", input);
+        }
+        if let Some(output) = usage.output() {
+            span.record("gen_ai.usage.output_tokens", output);
+        }
+    }
+
     /// One request went to the wire with a body of `bytes`.
     pub(crate) fn attempt(&self, bytes: usize) {
         self.attempts.fetch_add(1, Ordering::Relaxed);
@@ -216,6 +231,25 @@ fn millis<S: serde::Serializer>(
 }
 
 impl MeterSnapshot {
+    /// What the engine billed, summed over the answers that said: each
+    /// count the sum of the answers that gave it, `None` when none did;
+    /// `None` before any answer said. A stream counts once, with its last
+    /// figures, when it ends as an answer (its reader dropping it early
+    /// included); one that ends in a refusal is a refusal, and not summed,
+    /// though its [`AnswerStream::usage`](crate::AnswerStream::usage) says
+    /// what it read. In the JSON: `usage`, each sum a number (zero when no
+    /// answer gave it), with `answersWithUsage`.
+    pub fn usage(&self) -> Option<crate::usage::Usage> {
+        self.usage.usage()
+    }
+
+    /// How many answers said what the engine billed: the rest of
+    /// [`answers`](Self::answers) said nothing of it. In the JSON:
+    /// `usage.answersWithUsage`.
+    pub fn answers_with_usage(&self) -> u64 {
+        self.usage.answers_with_usage()
+    }
+
     /// Calls to send, held ones included.
     pub fn sends(&self) -> u64 {
         self.sends

@@ -11,7 +11,7 @@ use crate::conceal::Concealer;
 use crate::naming::Naming;
 use crate::refusal::{Cause, Refusal};
 use crate::token::UnusableToken;
-use crate::token::file::FileProblem;
+use crate::token::content::FileProblem;
 
 /// No address given in code, and no variable of the address chain holds
 /// one.

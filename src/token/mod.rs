@@ -20,6 +20,7 @@ use std::fmt;
 use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 
+pub(crate) mod content;
 pub(crate) mod file;
 pub(crate) mod read;
 

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::Token;
-use super::file::{FileProblem, MAX_FILE_BYTES, parse};
+use super::content::{FileProblem, MAX_FILE_BYTES, parse};
 use crate::origin::Origin;
 
 /// How long a file must have stood still before what it holds is taken as

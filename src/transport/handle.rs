@@ -226,7 +226,7 @@ impl crate::stream::Upstream for HttpTransport {
     }
 
     fn billed(&self, span: &tracing::Span, usage: Option<crate::usage::Usage>) {
-        crate::usage::billed(&self.inner.meter, span, usage);
+        self.inner.meter.billed(span, usage);
     }
 
     fn answered(

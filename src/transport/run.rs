@@ -143,7 +143,7 @@ impl HttpTransport {
                     answer.request_id(),
                     elapsed,
                 );
-                crate::usage::billed(&self.inner.meter, &span, answer.usage());
+                self.inner.meter.billed(&span, answer.usage());
                 Ok(answer)
             }
             Err(refusal) => {

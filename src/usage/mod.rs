@@ -17,15 +17,11 @@ mod read;
 mod streamed;
 mod totals;
 
-#[cfg(fuzzing)]
-pub(crate) use read::read as read_raw;
 pub(crate) use streamed::Streamed;
 pub(crate) use totals::{Sums, Totals};
 
 use serde::Serialize;
 use serde::ser::SerializeMap;
-
-use crate::meter::Meter;
 
 /// What the engine billed for one answer, as it said in the answer: token
 /// counts in one meaning across engines. Each count stands alone: one the
@@ -160,21 +156,6 @@ impl Serialize for Usage {
 /// What a whole answer's concealed text says was billed.
 pub(crate) fn whole(text: &str) -> Option<Usage> {
     read::read(text.as_bytes())?.figures().map(Usage::from)
-}
-
-/// An answer's usage, summed by the meter and recorded on the send's span
-/// under OpenTelemetry's GenAI names.
-pub(crate) fn billed(meter: &Meter, span: &tracing::Span, usage: Option<Usage>) {
-    let Some(usage) = usage else {
-        return;
-    };
-    meter.usage.add(&usage);
-    if let Some(input) = usage.input {
-        span.record("gen_ai.usage.input_tokens", input);
-    }
-    if let Some(output) = usage.output {
-        span.record("gen_ai.usage.output_tokens", output);
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-use crate::meter::MeterSnapshot;
 use crate::usage::Usage;
 
 /// The sums, shared by a transport's clones. A count no answer gave stays
@@ -73,39 +72,31 @@ pub(crate) struct Sums {
     given: u64,
 }
 
-impl MeterSnapshot {
+impl Sums {
     /// What the engine billed, summed over the answers that said: each
     /// count the sum of the answers that gave it, `None` when none did;
-    /// `None` before any answer said. A stream counts once, with its last
-    /// figures, when it ends as an answer (its reader dropping it early
-    /// included); one that ends in a refusal is a refusal, and not summed,
-    /// though its [`AnswerStream::usage`](crate::AnswerStream::usage) says
-    /// what it read. In the JSON: `usage`, each sum a number (zero when no
-    /// answer gave it), with `answersWithUsage`.
-    pub fn usage(&self) -> Option<Usage> {
-        let sums = &self.usage;
-        let given = |bit: u32| sums.given & (1 << bit) != 0;
+    /// `None` before any answer said.
+    pub(crate) fn usage(&self) -> Option<Usage> {
+        let given = |bit: u32| self.given & (1 << bit) != 0;
         let mut usage = Usage::new();
         if given(0) {
-            usage = usage.with_input(sums.input);
+            usage = usage.with_input(self.input);
         }
         if given(1) {
-            usage = usage.with_output(sums.output);
+            usage = usage.with_output(self.output);
         }
         if given(2) {
-            usage = usage.with_cached(sums.cached);
+            usage = usage.with_cached(self.cached);
         }
         if given(3) {
-            usage = usage.with_reasoning(sums.reasoning);
+            usage = usage.with_reasoning(self.reasoning);
         }
-        (sums.given != 0).then_some(usage)
+        (self.given != 0).then_some(usage)
     }
 
-    /// How many answers said what the engine billed: the rest of
-    /// [`answers`](Self::answers) said nothing of it. In the JSON:
-    /// `usage.answersWithUsage`.
-    pub fn answers_with_usage(&self) -> u64 {
-        self.usage.answers_with_usage
+    /// How many answers said what the engine billed.
+    pub(crate) fn answers_with_usage(&self) -> u64 {
+        self.answers_with_usage
     }
 }
 
