@@ -38,6 +38,7 @@ mod door;
 mod handle;
 pub(crate) mod headers;
 pub(crate) mod incoming;
+pub(crate) mod post;
 pub(crate) mod reply;
 pub(crate) mod run;
 pub(crate) mod tls;

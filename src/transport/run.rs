@@ -6,25 +6,22 @@
 //! whether an outcome is tried again is `retry::decide`, and every word of
 //! a refusal is `refusal`'s.
 
-use std::future::Future;
-
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
-use tokio::time::{Instant, timeout_at};
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::deadline::Deadline;
 use super::handle::HttpTransport;
 use super::headers::IdempotencyKey;
-use super::incoming::{Incoming, Wire};
-use super::reply::{Missed, Opened, Reading, Received};
+use super::post::{Head, Post, Read, Reqwest, Whole};
+use super::reply::{Missed, Reading};
 use crate::answer::Answer;
 use crate::clock::later;
 use crate::config::Target;
 use crate::limits::{Gate, Seen};
 use crate::refusal::Refusal;
-use crate::refusal::evidence::retry::Fields;
-use crate::refusal::failure::{Failure, classify, refusal_for_failure};
+use crate::refusal::failure::{Failure, refusal_for_failure};
 use crate::refusal::site::Site;
 use crate::refusal::{before_send, held, history};
 use crate::retry::{self, Retry};
@@ -519,73 +516,6 @@ pub(crate) struct Got<T> {
     key: Option<String>,
 }
 
-/// How far an attempt reads a reply whose head said `2xx`: the whole
-/// answer, or (for a stream) the head alone, the body to come. A reply
-/// that is not `2xx` is a refusal either way.
-pub(crate) trait Read: Sync {
-    /// What the attempt yields.
-    type Got: Send;
-
-    /// Reads `reply` as far as this reader does.
-    fn read<I: Incoming + 'static>(
-        &self,
-        reading: &Reading<'_>,
-        reply: I,
-    ) -> impl Future<Output = Result<Self::Got, Missed>> + Send;
-
-    /// What its rate-limit fields said.
-    fn fields(got: &Self::Got) -> &Fields;
-
-    /// The status it answered.
-    fn status(got: &Self::Got) -> u16;
-}
-
-/// The whole answer.
-struct Whole;
-
-impl Read for Whole {
-    type Got = Received;
-
-    async fn read<I: Incoming + 'static>(
-        &self,
-        reading: &Reading<'_>,
-        reply: I,
-    ) -> Result<Received, Missed> {
-        reading.reply(reply).await
-    }
-
-    fn fields(got: &Received) -> &Fields {
-        &got.fields
-    }
-
-    fn status(got: &Received) -> u16 {
-        got.status
-    }
-}
-
-/// The head of a stream.
-struct Head;
-
-impl Read for Head {
-    type Got = Opened;
-
-    async fn read<I: Incoming + 'static>(
-        &self,
-        reading: &Reading<'_>,
-        reply: I,
-    ) -> Result<Opened, Missed> {
-        reading.open(reply).await
-    }
-
-    fn fields(got: &Opened) -> &Fields {
-        &got.fields
-    }
-
-    fn status(got: &Opened) -> u16 {
-        got.status
-    }
-}
-
 fn record_elapsed(span: &tracing::Span, elapsed: std::time::Duration) {
     span.record(
         "elapsed_ms",
@@ -595,53 +525,6 @@ fn record_elapsed(span: &tracing::Span, elapsed: std::time::Duration) {
 
 fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// How an attempt reaches the engine and gets the head of its answer:
-/// reqwest for every real send, a script for the fuzz targets, which run
-/// the rest of the send loop unchanged.
-pub(crate) trait Post: Sync {
-    /// The answer whose head arrived.
-    type Reply: Incoming + 'static;
-
-    /// Sends one request to `site`, or says why no answer's head came by
-    /// the deadline.
-    fn post(
-        &self,
-        site: &Site,
-        headers: HeaderMap,
-        body: Bytes,
-        deadline: Deadline,
-    ) -> impl Future<Output = Result<Self::Reply, Failure>> + Send;
-}
-
-/// The transport's own client.
-struct Reqwest<'a> {
-    client: &'a reqwest::Client,
-}
-
-impl Post for Reqwest<'_> {
-    type Reply = Wire;
-
-    async fn post(
-        &self,
-        site: &Site,
-        headers: HeaderMap,
-        body: Bytes,
-        deadline: Deadline,
-    ) -> Result<Wire, Failure> {
-        let request = self
-            .client
-            .post(site.address().url().clone())
-            .headers(headers)
-            .body(body);
-        let ms = deadline.ms();
-        match timeout_at(deadline.at(), request.send()).await {
-            Err(_) => Err(Failure::Deadline { ms }),
-            Ok(Err(error)) => Err(classify(&error, ms, site.proxy().is_some())),
-            Ok(Ok(response)) => Ok(Wire { response, ms }),
-        }
-    }
 }
 
 /// The refusal event, at `INFO`, in the send's span. Its strings are the
