@@ -152,24 +152,11 @@ pub(crate) fn without_done(
         "answered HTTP {}, then its stream ended without [DONE] after {events}{inside}, so the answer may be cut short",
         answered.status
     );
-    let Some(site) = site else {
-        return Refusal::new(
-            Cause::EngineUnreachable,
-            format!("the stream {what}"),
-            FAKE_REMEDY,
-            None,
-        )
-        .with_status(answered.status);
-    };
-    let remedy = unreachable_remedy(site, Fix::Health, "ended a stream before its [DONE]", None);
-    site.seal(
-        Refusal::new(
-            Cause::EngineUnreachable,
-            format!("{} {what}", site.subject()),
-            remedy,
-            site.address_variable(),
-        )
-        .with_status(answered.status),
+    health_refusal(
+        site,
+        &what,
+        "ended a stream before its [DONE]",
+        answered.status,
     )
 }
 
@@ -191,6 +178,18 @@ pub(crate) fn timed_out(site: Option<&Site>, timer: Timer, answered: Answered) -
             answered.status
         ),
     };
+    health_refusal(
+        site,
+        &what,
+        "stopped in the middle of a stream",
+        answered.status,
+    )
+}
+
+/// A stream's refusal for the engine's health: `what` the engine (or a
+/// fake's stream, `site` none) did after its `status`, with the remedy for
+/// what it was `doing`.
+fn health_refusal(site: Option<&Site>, what: &str, doing: &str, status: u16) -> Refusal {
     let Some(site) = site else {
         return Refusal::new(
             Cause::EngineUnreachable,
@@ -198,9 +197,9 @@ pub(crate) fn timed_out(site: Option<&Site>, timer: Timer, answered: Answered) -
             FAKE_REMEDY,
             None,
         )
-        .with_status(answered.status);
+        .with_status(status);
     };
-    let remedy = unreachable_remedy(site, Fix::Health, "stopped in the middle of a stream", None);
+    let remedy = unreachable_remedy(site, Fix::Health, doing, None);
     site.seal(
         Refusal::new(
             Cause::EngineUnreachable,
@@ -208,7 +207,7 @@ pub(crate) fn timed_out(site: Option<&Site>, timer: Timer, answered: Answered) -
             remedy,
             site.address_variable(),
         )
-        .with_status(answered.status),
+        .with_status(status),
     )
 }
 
