@@ -106,36 +106,31 @@
 // docs.rs (`--cfg docsrs`, on nightly) marks each item that needs a feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod address;
 mod answer;
 #[cfg(feature = "blocking")]
 pub mod blocking;
 mod clock;
 mod conceal;
 mod config;
-mod env;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
 mod limits;
 mod meter;
-mod naming;
-mod origin;
 mod refusal;
 mod request;
 mod retry;
 mod stream;
 mod text;
-mod token;
 mod transport;
 mod usage;
 
 pub use answer::Answer;
 pub use bytes::Bytes;
 pub use conceal::{Concealer, REDACTED};
-pub use env::Env;
+pub use config::env::Env;
+pub use config::naming::{Naming, NamingError};
 pub use meter::MeterSnapshot;
-pub use naming::{Naming, NamingError};
 pub use refusal::{Cause, Refusal, Report, UnknownCause};
 pub use request::Request;
 pub use retry::RetryPolicy;

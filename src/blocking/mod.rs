@@ -46,9 +46,9 @@ use secrecy::SecretString;
 use serde::Serialize;
 
 use crate::answer::Answer;
-use crate::env::Env;
+use crate::config::env::Env;
+use crate::config::naming::Naming;
 use crate::meter::MeterSnapshot;
-use crate::naming::Naming;
 use crate::refusal::Refusal;
 use crate::refusal::failure::Failure;
 use crate::request::Request;

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::env::Env;
+use crate::config::env::Env;
 #[cfg(any(test, fuzzing))]
 use maps::{Raw, Window};
 use patterns::{Matcher, compile};

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use reqwest::header::HeaderMap;
 
 use super::headers;
-use crate::env::Env;
+use crate::config::env::Env;
 use crate::refusal::failure::Failure;
 use crate::refusal::site::Site;
 use crate::retry::RetryPolicy;

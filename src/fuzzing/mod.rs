@@ -108,12 +108,12 @@ pub fn conceal_in_pieces(concealer: &Concealer, pieces: &[&str]) -> (String, usi
 /// A token file's content as the transport reads it: the header value it
 /// sends (`Bearer <token>`), or what a refusal says is wrong with it.
 pub fn token_file(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let origin = crate::origin::Origin::File {
+    let origin = crate::config::origin::Origin::File {
         path: "/run/secrets/engine".to_owned(),
         variable: Some("CHANT_BEHAVIOUR_TOKEN_FILE".to_owned()),
         twin: "CHANT_BEHAVIOUR_TOKEN_FILE".to_owned(),
     };
-    crate::token::content::parse(bytes, origin)
+    crate::config::token::content::parse(bytes, origin)
         .map(|token| token.header().as_bytes().to_vec())
         .map_err(|problem| problem.describe())
 }
@@ -134,9 +134,12 @@ mod raced;
 /// address and host it names, or the error's redacted value and the scheme
 /// or host it quotes).
 pub fn shown_address(text: &str) -> Vec<String> {
-    use crate::address::{Address, AddressError};
-    let mut shown = vec![crate::address::redact_address(text)];
-    match Address::parse(text, crate::origin::Origin::Variable("E_ENGINE".to_owned())) {
+    use crate::config::address::{Address, AddressError};
+    let mut shown = vec![crate::config::address::redact_address(text)];
+    match Address::parse(
+        text,
+        crate::config::origin::Origin::Variable("E_ENGINE".to_owned()),
+    ) {
         Ok(address) => shown.extend([address.to_string(), address.host()]),
         Err(error) => {
             shown.push(error.shown().to_owned());

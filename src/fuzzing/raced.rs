@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use crate::origin::Origin;
-use crate::token::read::{self, MOST_WAIT, Pace, Step};
+use crate::config::origin::Origin;
+use crate::config::token::read::{self, MOST_WAIT, Pace, Step};
 
 /// What the read came to: the header it would send, or what it says is
 /// wrong; and every content the file held whole at some moment (the

@@ -6,12 +6,12 @@
 //! a token with a line break must never reach a socket.
 
 use super::site::{Site, scope_phrase, seal, shown_address, shown_host};
-use crate::address::{Address, AddressError};
 use crate::conceal::Concealer;
-use crate::naming::Naming;
+use crate::config::address::{Address, AddressError};
+use crate::config::naming::Naming;
+use crate::config::token::UnusableToken;
+use crate::config::token::content::FileProblem;
 use crate::refusal::{Cause, Refusal};
-use crate::token::UnusableToken;
-use crate::token::content::FileProblem;
 
 /// No address given in code, and no variable of the address chain holds
 /// one.

@@ -16,8 +16,8 @@
 //! latched after a rejection), [`history`] (what a reason says about a
 //! send's attempts) and [`evidence`] (retry hints and rate-limit fields,
 //! request ids, challenges, the engine's words). [`site`] is where a call
-//! was going, which every reason names, and `wording` how a refusal names
-//! where a value came from.
+//! was going, which every reason names; how a refusal names where a value
+//! came from is written beside that value's `Origin`.
 
 pub(crate) mod before_send;
 pub(crate) mod evidence;
@@ -27,7 +27,6 @@ pub(crate) mod history;
 pub(crate) mod site;
 pub(crate) mod status;
 pub(crate) mod stream;
-mod wording;
 
 pub(crate) use site::Site;
 

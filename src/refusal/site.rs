@@ -3,9 +3,9 @@
 //! reason is written from one, so every reason names the same things the
 //! same way.
 
-use crate::address::Address;
 use crate::conceal::Concealer;
-use crate::origin::Origin;
+use crate::config::address::Address;
+use crate::config::origin::Origin;
 use crate::refusal::Refusal;
 use crate::text::bound_whole;
 
@@ -41,8 +41,12 @@ impl Site {
     /// The same site, reached through `proxy` (a URL as the caller gave
     /// it: shown redacted).
     pub(crate) fn through(mut self, proxy: Option<&str>) -> Site {
-        self.proxy = proxy
-            .map(|proxy| shown_address(&crate::address::redact_address(proxy), &self.concealer));
+        self.proxy = proxy.map(|proxy| {
+            shown_address(
+                &crate::config::address::redact_address(proxy),
+                &self.concealer,
+            )
+        });
         self
     }
 

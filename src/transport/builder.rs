@@ -27,11 +27,11 @@ const DEFAULT_IDLE: Duration = Duration::from_secs(30);
 
 /// A stream's deadline when none is set.
 const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
+use crate::config::env::Env;
+use crate::config::naming::{Naming, NamingError};
 use crate::config::{self, InCode, InCodeToken};
-use crate::env::Env;
 use crate::limits::{DEFAULT_MAX_HOLD, Limits};
 use crate::meter::Meter;
-use crate::naming::{Naming, NamingError};
 use crate::retry::RetryPolicy;
 
 /// A transport that cannot be built: the configuration itself is wrong, as
@@ -161,7 +161,7 @@ impl fmt::Debug for HttpTransportBuilder {
                 "address",
                 &self.address.as_deref().map(|address| {
                     crate::refusal::site::shown_address(
-                        &crate::address::redact_address(address),
+                        &crate::config::address::redact_address(address),
                         &concealer,
                     )
                 }),
@@ -185,7 +185,7 @@ impl fmt::Debug for HttpTransportBuilder {
                 "proxy",
                 &self.proxy.as_deref().map(|address| {
                     crate::refusal::site::shown_address(
-                        &crate::address::redact_address(address),
+                        &crate::config::address::redact_address(address),
                         &concealer,
                     )
                 }),
@@ -445,7 +445,7 @@ impl HttpTransportBuilder {
     /// address, no usable token, a forbidden address) still builds:
     /// [`HttpTransport::refusal`] holds the refusal every send returns.
     pub fn build(self) -> Result<HttpTransport, BuildError> {
-        if crate::naming::fold_scope(&self.scope).is_empty() {
+        if crate::config::naming::fold_scope(&self.scope).is_empty() {
             return Err(BuildError::Scope(NamingError::EmptyScope {
                 scope: crate::text::bound(&self.scope, 64).to_owned(),
             }));
@@ -475,7 +475,7 @@ impl HttpTransportBuilder {
         if let Some(proxy) = &self.proxy {
             let refused = || BuildError::Proxy {
                 shown: crate::refusal::site::shown_address(
-                    &crate::address::redact_address(proxy),
+                    &crate::config::address::redact_address(proxy),
                     &config::concealer_for(
                         self.token.as_ref(),
                         self.env.as_ref().unwrap_or(&Env::from_process()),
@@ -486,7 +486,9 @@ impl HttpTransportBuilder {
             // An `@` past the authority means a password with a `/`, `?`
             // or `#` in it cut the host short: the proxy named is not the
             // one meant.
-            if !PROXY_SCHEMES.contains(&parsed.scheme()) || crate::address::has_stray_at(&parsed) {
+            if !PROXY_SCHEMES.contains(&parsed.scheme())
+                || crate::config::address::has_stray_at(&parsed)
+            {
                 return Err(refused());
             }
             client = client.proxy(Proxy::all(proxy.trim()).map_err(|_| refused())?);

@@ -56,8 +56,8 @@ pub use call::Call;
 pub use handle::HttpTransport;
 
 use crate::answer::Answer;
+use crate::config::naming::Naming;
 use crate::meter::MeterSnapshot;
-use crate::naming::Naming;
 use crate::refusal::{Cause, Refusal};
 use crate::request::Request;
 use crate::stream::AnswerStream;

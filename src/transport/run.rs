@@ -19,6 +19,7 @@ use super::reply::{Missed, Reading};
 use crate::answer::Answer;
 use crate::clock::later;
 use crate::config::Target;
+use crate::config::token::file::TokenFile;
 use crate::limits::{Gate, Seen};
 use crate::refusal::Refusal;
 use crate::refusal::failure::{Failure, refusal_for_failure};
@@ -26,7 +27,6 @@ use crate::refusal::site::Site;
 use crate::refusal::{before_send, held, history};
 use crate::retry::{self, Retry};
 use crate::stream::{AnswerStream, Sent, Timers, error_in_answer};
-use crate::token::file::TokenFile;
 
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.

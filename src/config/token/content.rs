@@ -4,7 +4,7 @@
 //! (`file.rs`) alike.
 
 use super::Token;
-use crate::origin::Origin;
+use crate::config::origin::Origin;
 
 /// The largest file read as a token: a bearer token is a few hundred
 /// characters, and a projected service-account token a few kilobytes.

@@ -13,6 +13,18 @@
 //! stored refusal every send returns without opening a connection, because a
 //! missing token must never cost a request and a token with a line break
 //! must never reach a socket.
+//!
+//! The pieces of a configuration live beside it: [`env`] (the environment
+//! a chain is read from), [`naming`] (which variables a chain reads),
+//! [`origin`] (where a value came from, and how a refusal names it),
+//! [`address`] (the engine's address, checked and shown without its
+//! userinfo) and [`token`] (the bearer token, given or kept from a file).
+
+pub(crate) mod address;
+pub(crate) mod env;
+pub(crate) mod naming;
+pub(crate) mod origin;
+pub(crate) mod token;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,18 +34,18 @@ use reqwest::header::HeaderValue;
 use secrecy::SecretString;
 use tokio::time::Instant;
 
-use crate::address::Address;
 use crate::conceal::Concealer;
-use crate::env::Env;
-use crate::naming::Naming;
-use crate::naming::{TokenChainError, TokenSpec};
-use crate::origin::Origin;
+use crate::config::address::Address;
+use crate::config::env::Env;
+use crate::config::naming::Naming;
+use crate::config::naming::{TokenChainError, TokenSpec};
+use crate::config::origin::Origin;
+use crate::config::token::content::FileProblem;
+use crate::config::token::file::{Current, TokenFile};
+use crate::config::token::{Token, UnusableToken};
 use crate::refusal::Refusal;
 use crate::refusal::Site;
 use crate::refusal::before_send;
-use crate::token::content::FileProblem;
-use crate::token::file::{Current, TokenFile};
-use crate::token::{Token, UnusableToken};
 
 /// What the builder was given in code: the address, the token (or a file
 /// that holds it), and the proxy every request goes through.

@@ -16,9 +16,9 @@
 
 use std::fmt;
 
-use crate::env::Env;
-use crate::origin::Origin;
-use crate::token::{Token, UnusableToken};
+use crate::config::env::Env;
+use crate::config::origin::Origin;
+use crate::config::token::{Token, UnusableToken};
 
 /// How the variables are named: a prefix and a stem.
 ///
@@ -365,7 +365,10 @@ impl Resolved {
 impl fmt::Debug for Resolved {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resolved")
-            .field("value", &crate::address::redact_address(&self.value))
+            .field(
+                "value",
+                &crate::config::address::redact_address(&self.value),
+            )
             .field("source", &self.source)
             .finish()
     }

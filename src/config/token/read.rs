@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 
 use super::Token;
 use super::content::{FileProblem, MAX_FILE_BYTES, parse};
-use crate::origin::Origin;
+use crate::config::origin::Origin;
 
 /// How long a file must have stood still before what it holds is taken as
 /// a whole token: far longer than a writer takes between the pieces of one

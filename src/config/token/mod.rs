@@ -25,8 +25,8 @@ pub(crate) mod file;
 pub(crate) mod read;
 
 use crate::conceal::Concealer;
-use crate::env::Env;
-use crate::origin::Origin;
+use crate::config::env::Env;
+use crate::config::origin::Origin;
 
 /// A bearer token, with where it came from.
 #[derive(Clone)]

@@ -34,7 +34,7 @@ use super::Token;
 use super::content::FileProblem;
 use super::read::{self, Clock, MOST_WAIT};
 use crate::conceal::Concealer;
-use crate::origin::Origin;
+use crate::config::origin::Origin;
 
 /// How many tokens stay concealed: the current one and the eight it
 /// replaced, however often the file rotates (`DESIGN.md`, "Tokens that

@@ -17,7 +17,7 @@ use std::net::IpAddr;
 use url::{Host, Url};
 
 use crate::conceal::REDACTED;
-use crate::origin::Origin;
+use crate::config::origin::Origin;
 
 /// An engine's address: an `http` or `https` URL without userinfo, with
 /// where it came from.
