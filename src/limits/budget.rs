@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use crate::clock::later;
+use crate::limits::hold::Spent;
 use crate::refusal::evidence::retry::Left;
-use crate::refusal::held::Spent;
 
 /// The most a figure is believed: far past any window an engine keeps, and
 /// small enough to travel to Redis as an exact number.

@@ -29,6 +29,7 @@
 //! once by whoever wakes first.
 
 mod budget;
+pub(crate) mod hold;
 #[cfg(feature = "redis")]
 pub(crate) mod shared;
 
@@ -39,9 +40,9 @@ use tokio::time::Instant;
 
 use self::budget::Budget;
 pub(crate) use self::budget::Ticket;
+use self::hold::{Hold, Latched, Spent};
 use crate::clock::later;
 use crate::refusal::evidence::retry::Fields;
-use crate::refusal::held::{Hold, Latched, Spent};
 use crate::refusal::{Cause, Refusal};
 use crate::retry::RetryPolicy;
 

@@ -4,48 +4,18 @@
 //! `402`, `401` or `403`.
 //!
 //! Each says when and why the engine asked, and how long is left, so an
-//! operator can tell a spent window from a network that is down. [`Hold`]
-//! and [`Latched`] are what the limits keep of it, until the window ends;
-//! [`Spent`], a requests window the budget (what the engine's answers said
-//! was left, less the sends started since) says is spent.
-
-use std::time::{Duration, SystemTime};
+//! operator can tell a spent window from a network that is down. What the limits
+//! keep of each window (`Hold`, `Latched`, `Spent`) is theirs, in
+//! `limits/hold.rs`.
 
 use tokio::time::Instant;
 
 use super::site::Site;
 use super::status::{Window, over_quota_remedy};
 use crate::clock::http_date;
+use crate::limits::hold::{Hold, Latched, Spent};
 use crate::refusal::{Cause, Refusal};
 use crate::text::seconds_phrase;
-
-/// A window the engine asked the caller to wait out.
-#[derive(Clone, Debug)]
-pub(crate) struct Hold {
-    pub(crate) until: Instant,
-    /// When the engine asked, by the wall clock.
-    pub(crate) asked_at: SystemTime,
-    /// How long it asked for, as sent (saturated to what fits).
-    pub(crate) asked: Duration,
-    /// The longest hold the transport keeps, when the engine asked for
-    /// longer and the hold was cut to it.
-    pub(crate) ceiling: Option<Duration>,
-    /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
-    pub(crate) why: String,
-    /// Where the hold came from when another process saw it: the shared
-    /// hold, as logs name it (`Redis host:port, key …`).
-    pub(crate) fleet: Option<String>,
-}
-
-/// A refusal repeated without sending until `until`.
-#[derive(Clone, Debug)]
-pub(crate) struct Latched {
-    pub(crate) until: Instant,
-    pub(crate) at: SystemTime,
-    pub(crate) refusal: Refusal,
-    /// Which token the engine judged (see `token::file`).
-    pub(crate) generation: u64,
-}
 
 /// A send before the engine's window ends: held, not sent.
 pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
@@ -111,30 +81,6 @@ pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
         refusal = refusal.with_request_id(id);
     }
     site.seal(refusal)
-}
-
-/// A requests window the engine's answers said is spent: what an answer
-/// said was left of which limit, and until when, and how many sends
-/// started since (they took the rest).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Spent {
-    /// When the window resets.
-    pub(crate) until: Instant,
-    /// When the answer that said it came, by the wall clock.
-    pub(crate) said_at: SystemTime,
-    /// What the limit counts (`requests`).
-    pub(crate) what: &'static str,
-    /// What the answer said was left, less the sends then in flight.
-    pub(crate) remaining: u64,
-    /// The window's limit, when the answer named it.
-    pub(crate) limit: Option<u64>,
-    /// The header the answer said it in.
-    pub(crate) header: &'static str,
-    /// Sends started since, which took what was left.
-    pub(crate) started: u64,
-    /// Where the budget came from when the fleet spent it: the shared
-    /// budget, as logs name it (`Redis host:port, key …`).
-    pub(crate) fleet: Option<String>,
 }
 
 /// A send while the requests window the engine's answers described is

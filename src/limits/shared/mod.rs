@@ -405,7 +405,7 @@ mod tests {
 
     use super::server::{Redis, dead_port};
     use super::*;
-    use crate::refusal::held::Hold;
+    use crate::limits::hold::Hold;
 
     pub(super) const TOKEN: &str = "mw-test-Q7vX2kP9zR4tL8wN";
     pub(super) const WAIT: Duration = DEFAULT_WAIT;

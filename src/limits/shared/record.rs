@@ -11,7 +11,7 @@ use redis::Value;
 use tokio::time::Instant;
 
 use crate::clock::later;
-use crate::refusal::held::Hold;
+use crate::limits::hold::Hold;
 
 /// The most of a value that is read back (`GETRANGE 0 255`): a key someone
 /// filled with megabytes costs no more than this.

@@ -1,0 +1,62 @@
+//! What the limits keep of a window until it ends: a [`Hold`] the engine
+//! asked for, a [`Latched`] refusal, or a requests window the budget says
+//! is [`Spent`]. The refusals a send meets while one stands are worded in
+//! `refusal/held.rs`, from these fields.
+
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
+
+use crate::refusal::Refusal;
+
+/// A window the engine asked the caller to wait out.
+#[derive(Clone, Debug)]
+pub(crate) struct Hold {
+    pub(crate) until: Instant,
+    /// When the engine asked, by the wall clock.
+    pub(crate) asked_at: SystemTime,
+    /// How long it asked for, as sent (saturated to what fits).
+    pub(crate) asked: Duration,
+    /// The longest hold the transport keeps, when the engine asked for
+    /// longer and the hold was cut to it.
+    pub(crate) ceiling: Option<Duration>,
+    /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
+    pub(crate) why: String,
+    /// Where the hold came from when another process saw it: the shared
+    /// hold, as logs name it (`Redis host:port, key …`).
+    pub(crate) fleet: Option<String>,
+}
+
+/// A refusal repeated without sending until `until`.
+#[derive(Clone, Debug)]
+pub(crate) struct Latched {
+    pub(crate) until: Instant,
+    pub(crate) at: SystemTime,
+    pub(crate) refusal: Refusal,
+    /// Which token the engine judged (see `token::file`).
+    pub(crate) generation: u64,
+}
+
+/// A requests window the engine's answers said is spent: what an answer
+/// said was left of which limit, and until when, and how many sends
+/// started since (they took the rest).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Spent {
+    /// When the window resets.
+    pub(crate) until: Instant,
+    /// When the answer that said it came, by the wall clock.
+    pub(crate) said_at: SystemTime,
+    /// What the limit counts (`requests`).
+    pub(crate) what: &'static str,
+    /// What the answer said was left, less the sends then in flight.
+    pub(crate) remaining: u64,
+    /// The window's limit, when the answer named it.
+    pub(crate) limit: Option<u64>,
+    /// The header the answer said it in.
+    pub(crate) header: &'static str,
+    /// Sends started since, which took what was left.
+    pub(crate) started: u64,
+    /// Where the budget came from when the fleet spent it: the shared
+    /// budget, as logs name it (`Redis host:port, key …`).
+    pub(crate) fleet: Option<String>,
+}
