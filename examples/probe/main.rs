@@ -31,7 +31,7 @@ mod stream_engine;
 /// The crate's own bounds and taming, so that every cut the probe makes is
 /// the escape-aware one the library makes.
 #[allow(dead_code)]
-#[path = "../../src/text.rs"]
+#[path = "../../src/text/mod.rs"]
 mod text;
 
 use std::path::PathBuf;

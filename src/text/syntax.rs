@@ -4,11 +4,10 @@
 //!
 //! Two readers need it and must agree: the concealer's decoders, which give
 //! each escape its meaning (`conceal/escapes.rs`), and the escape-aware
-//! bound (`text.rs`), which must never cut an escape in two, since a cut
+//! bound (`text/mod.rs`), which must never cut an escape in two, since a cut
 //! `\u00`, `%4` or `&#65` reads as another character than the whole one.
-//! Written twice, the two drifted; so the shapes are read here once. The
-//! bound is a leaf that imports nothing from the crate, so this file is a
-//! module of `text.rs` (by `#[path]`), and the decoders reach it there.
+//! Written twice, the two drifted; so the shapes are read here once, in a
+//! leaf of the bound's module that imports nothing from the crate.
 //!
 //! Each family's grammar is read once, as [`lex`], and answers both
 //! questions: the escape at a position, if its bytes make a whole one

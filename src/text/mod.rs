@@ -9,8 +9,7 @@
 use std::borrow::Cow;
 
 /// The shapes of escapes, which the bound must not cut and the concealer's
-/// decoders read: a leaf beside the concealer, kept in one place for both.
-#[path = "conceal/syntax.rs"]
+/// decoders read: kept in one place for both.
 pub(crate) mod syntax;
 
 /// `text` cut to at most `max_chars` characters.
