@@ -23,7 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 
 #[allow(dead_code)]
-#[path = "../tests/it/support/redis.rs"]
+#[path = "../src/limits/shared/server.rs"]
 mod redis_server;
 
 const TOKEN: &str = "mw-bench-Q7vX2kP9zR4tL8wN";

@@ -382,18 +382,18 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
-/// The integration tests' Redis, shared rather than copied: a real
-/// `redis-server`, a silent listener and a dead port.
+/// The tests' Redis, shared with the integration tests and the fleet bench
+/// rather than copied: a real `redis-server`, a silent listener and a dead
+/// port.
 #[cfg(test)]
-#[path = "../../../tests/it/support/redis.rs"]
 #[allow(dead_code)]
 mod server;
 
 #[cfg(test)]
 mod tests {
     //! Against a real `redis-server` on loopback (and a dead port), none of
-    //! it mocked: `server` is the integration tests' helper, compiled here
-    //! too. The helpers here serve `link`'s and `record`'s tests as well.
+    //! it mocked: `server` is the tests' Redis, which the integration
+    //! tests include too. The helpers here serve `link`'s and `record`'s tests as well.
 
     use std::fmt::Write as _;
     use std::sync::{Arc, Mutex, PoisonError};

@@ -13,6 +13,7 @@
 pub mod forms;
 pub mod raw_http;
 #[cfg(feature = "redis")]
+#[path = "../../../src/limits/shared/server.rs"]
 pub mod redis;
 
 use std::path::{Path, PathBuf};

@@ -4,8 +4,9 @@
 //! listener that accepts connections and never answers (a Redis that hangs);
 //! and a port where nothing listens (a Redis that is down).
 //!
-//! `tests/it` compiles it, and so do the unit tests of `src/limits/shared/`
-//! (through `#[path]`), so it uses nothing but std and the `redis` crate.
+//! The unit tests of the shared hold compile it as a module of the crate;
+//! the integration tests (`tests/it/support`) and the fleet bench include
+//! this file by `#[path]`, so it uses nothing but std and the `redis` crate.
 //! `redis-server` is Debian's package; `.ci/run` installs it when missing,
 //! and `REDIS_SERVER` names another binary.
 
