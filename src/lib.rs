@@ -16,7 +16,7 @@
 //! one [`Concealer`] that knows the token raw, JSON-escaped,
 //! percent-encoded, as HTML character references and as base64, because
 //! refusals get pasted into public merge-request comments. How it does that
-//! in linear time is told in [`DESIGN.md`](https://docs.rs/crate/meterwire/latest/source/DESIGN.md).
+//! in linear time is told in [`DESIGN.md`](https://github.com/meterwire/meterwire/blob/main/DESIGN.md).
 //!
 //! # Where the configuration comes from
 //!

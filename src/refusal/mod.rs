@@ -38,8 +38,9 @@ use serde::{Deserialize, Serialize};
 
 /// Why a call did not end in an answer.
 ///
-/// Ordered as [`Cause::ALL`] lists them, so a set or map of causes reads
-/// in the wire table's order.
+/// Ordered as [`Cause::ALL`] lists them (`no-engine`, `engine-unreachable`,
+/// `engine-out-of-credit`, `engine-over-quota`), so a set or map of causes
+/// reads in that order.
 ///
 /// ```
 /// use std::collections::BTreeSet;

@@ -147,7 +147,8 @@ impl HttpTransport {
 
     /// Sends `body`, byte for byte, and reads the answer as a stream, piece
     /// by piece as it arrives: the refusal, if any, comes before the first
-    /// piece (every status of the wire table applies to the head), and once
+    /// piece (a status outside `2xx` is refused as the crate's
+    /// [wire table](crate#what-the-wire-becomes) says), and once
     /// the engine has answered `2xx` the request is never sent again.
     ///
     /// ```no_run
