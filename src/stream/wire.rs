@@ -58,7 +58,7 @@ impl Wire {
             Some(last) => (
                 crate::clock::later(last, self.timers.idle),
                 Timer::Idle {
-                    ms: u64::try_from(self.timers.idle.as_millis()).unwrap_or(u64::MAX),
+                    ms: crate::clock::millis(self.timers.idle),
                 },
             ),
         };
@@ -123,10 +123,8 @@ impl AnswerStream {
                 {
                     let after = now.saturating_duration_since(sent.started);
                     sent.transport.first_byte_after(after);
-                    sent.span.record(
-                        "first_byte_ms",
-                        u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
-                    );
+                    sent.span
+                        .record("first_byte_ms", crate::clock::millis(after));
                 }
                 wire.last_byte = Some(now);
                 let length = u64::try_from(piece.len()).unwrap_or(u64::MAX);

@@ -226,7 +226,7 @@ impl SharedHold {
              process's own hold and budget, and Redis's answer, when it comes, is used by the \
              next send (said once)",
             self.redis,
-            self.wait.as_millis()
+            crate::clock::millis(self.wait)
         );
         let said = self.concealer.conceal(&said);
         tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");

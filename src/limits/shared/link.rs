@@ -17,7 +17,7 @@ use tokio::time::{Instant, timeout};
 
 use super::SharedHold;
 use super::record::{Fault, error_code};
-use crate::clock::later;
+use crate::clock::{later, millis};
 
 /// How long the background connect may take: past the send's wait, so a
 /// Redis a few round trips away is reached for the next send.
@@ -147,7 +147,7 @@ impl SharedHold {
                     Err(_) => {
                         link.connect_failed = Some(format!(
                             "no connection within {} ms",
-                            CONNECT_TIMEOUT.as_millis()
+                            millis(CONNECT_TIMEOUT)
                         ));
                     }
                 }
@@ -241,12 +241,12 @@ impl SharedHold {
     fn fault_phrase(&self, fault: &Fault) -> String {
         match fault {
             Fault::Slow { connected: true } => {
-                format!("it did not answer within {} ms", self.wait.as_millis())
+                format!("it did not answer within {} ms", millis(self.wait))
             }
             Fault::Slow { connected: false } => format!(
                 "it took no connection within {} ms (the connect goes on in the background; \
                  a Redis further away needs a longer wait)",
-                self.wait.as_millis()
+                millis(self.wait)
             ),
             Fault::Unreachable(why) => format!("connecting to it failed: {why}"),
             Fault::Broken(why) => format!("its connection failed: {why}"),
@@ -256,7 +256,7 @@ impl SharedHold {
             }
             Fault::Late => format!(
                 "it did not answer within {} ms, even after the send stopped waiting",
-                super::LATE.as_millis()
+                millis(super::LATE)
             ),
         }
     }
@@ -396,7 +396,7 @@ mod tests {
         let pause = Duration::from_millis(400);
         let _: () = redis::cmd("CLIENT")
             .arg("PAUSE")
-            .arg(pause.as_millis() as u64)
+            .arg(millis(pause))
             .query(&mut redis.connection())
             .expect("CLIENT PAUSE");
         let (events, _guard) = capture();
@@ -428,7 +428,7 @@ mod tests {
         assert_eq!(shared.check().await, None);
         let _: () = redis::cmd("CLIENT")
             .arg("PAUSE")
-            .arg((LATE + MARGIN * 2).as_millis() as u64)
+            .arg(millis(LATE + MARGIN * 2))
             .query(&mut redis.connection())
             .expect("CLIENT PAUSE");
         let started = Clock::now();

@@ -290,9 +290,7 @@ impl SharedHold {
     /// Bounded by the same wait; a Redis that fails is warned about as in
     /// [`SharedHold::check`], and nothing else comes of it.
     pub(crate) async fn extend(&self, left: Duration, record: &Record) {
-        let ms = u64::try_from(left.as_millis())
-            .unwrap_or(u64::MAX)
-            .min(MAX_PX);
+        let ms = millis(left);
         if ms == 0 {
             return;
         }
@@ -368,10 +366,9 @@ fn check_key(key: &str) -> Result<(), SharedHoldError> {
     Ok(())
 }
 
+/// `duration` in ms as a Redis `PX` takes it: at most [`MAX_PX`].
 fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis())
-        .unwrap_or(u64::MAX)
-        .min(MAX_PX)
+    crate::clock::millis(duration).min(MAX_PX)
 }
 
 fn host_port(host: &str, port: u16) -> String {
