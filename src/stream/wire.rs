@@ -10,6 +10,7 @@ use tokio::time::{Instant, Sleep};
 use super::{AnswerStream, Source, Timers};
 use crate::conceal::Concealer;
 use crate::conceal::stream::ConcealStream;
+use crate::lock::Unpoisoned;
 use crate::refusal::Refusal;
 use crate::refusal::failure::Failure;
 use crate::refusal::stream::{Timer, timed_out};
@@ -111,10 +112,7 @@ impl AnswerStream {
             wire.sleep.as_mut().reset(limit);
             wire.armed = Some(limit);
         }
-        let body = wire
-            .body
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let body = wire.body.get_mut_unpoisoned();
         match body.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(piece))) => {
                 let now = Instant::now();

@@ -7,7 +7,7 @@
 //! [`SharedHold`]'s own; the tests, of Redis down, silent, refusing and
 //! back again.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -18,6 +18,7 @@ use tokio::time::{Instant, timeout};
 use super::SharedHold;
 use super::record::{Fault, error_code};
 use crate::clock::{later, millis};
+use crate::lock::Unpoisoned;
 
 /// How long the background connect may take: past the send's wait, so a
 /// Redis a few round trips away is reached for the next send.
@@ -135,7 +136,7 @@ impl SharedHold {
             )
             .await;
             if let Some(link) = weak.upgrade() {
-                let mut link = lock(&link);
+                let mut link = link.lock_unpoisoned();
                 link.connecting = None;
                 match made {
                     Ok(Ok(conn)) => {
@@ -262,7 +263,7 @@ impl SharedHold {
     }
 
     fn lock(&self) -> MutexGuard<'_, Link> {
-        lock(&self.link)
+        self.link.lock_unpoisoned()
     }
 }
 
@@ -289,10 +290,6 @@ pub(super) fn describe(error: &RedisError) -> String {
         return words;
     }
     error.category().to_owned()
-}
-
-fn lock(link: &Mutex<Link>) -> MutexGuard<'_, Link> {
-    link.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
