@@ -62,6 +62,12 @@ use crate::refusal::{Cause, Refusal};
 use crate::request::Request;
 use crate::stream::AnswerStream;
 
+/// What a [`Transport`] method returns: its outcome, to be awaited, boxed
+/// so that the trait is object safe (`Arc<dyn Transport>`). Not public: the
+/// trait's documentation shows the type it stands for, which is what an
+/// implementation outside the crate writes.
+pub(crate) type Sending<'a, T> = Pin<Box<dyn Future<Output = Result<T, Refusal>> + Send + 'a>>;
+
 /// The deadline when none is set: 30 seconds for connect, headers and body.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(30_000);
 
@@ -125,19 +131,13 @@ pub const USER_AGENT: &str = concat!("meterwire/", env!("CARGO_PKG_VERSION"));
 /// ```
 pub trait Transport: Send + Sync {
     /// Sends `body` and returns the engine's answer or a refusal.
-    fn send(
-        &self,
-        body: Bytes,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>>;
+    fn send(&self, body: Bytes) -> Sending<'_, Answer>;
 
     /// Sends `request`, with its options: its headers, deadline and
     /// idempotency key. The default sends the body alone (a fake need only
     /// write [`send`](Transport::send)); a body [`Request::json`] could not
     /// serialize is refused with nothing sent.
-    fn execute(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn execute(&self, request: Request) -> Sending<'_, Answer> {
         match request.unserializable() {
             Some(category) => {
                 let refusal = unserializable(category);
@@ -153,10 +153,7 @@ pub trait Transport: Send + Sync {
     /// [`Request::expect_done`] honoured), with the answer's request id and
     /// `content-type`, so a fake need only write [`send`](Transport::send)
     /// or [`execute`](Transport::execute).
-    fn stream(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+    fn stream(&self, request: Request) -> Sending<'_, AnswerStream> {
         let expect_done = request.get_expect_done();
         let executed = self.execute(request);
         Box::pin(async move {
@@ -203,24 +200,15 @@ fn unserializable(category: &str) -> Refusal {
 macro_rules! forward {
     ($($pointer:ty),+) => {$(
         impl<T: Transport + ?Sized> Transport for $pointer {
-            fn send(
-                &self,
-                body: Bytes,
-            ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+            fn send(&self, body: Bytes) -> Sending<'_, Answer> {
                 (**self).send(body)
             }
 
-            fn execute(
-                &self,
-                request: Request,
-            ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+            fn execute(&self, request: Request) -> Sending<'_, Answer> {
                 (**self).execute(request)
             }
 
-            fn stream(
-                &self,
-                request: Request,
-            ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+            fn stream(&self, request: Request) -> Sending<'_, AnswerStream> {
                 (**self).stream(request)
             }
 
@@ -234,24 +222,15 @@ macro_rules! forward {
 forward!(&T, Arc<T>, Box<T>);
 
 impl Transport for HttpTransport {
-    fn send(
-        &self,
-        body: Bytes,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn send(&self, body: Bytes) -> Sending<'_, Answer> {
         Box::pin(HttpTransport::send(self, body))
     }
 
-    fn execute(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn execute(&self, request: Request) -> Sending<'_, Answer> {
         Box::pin(self.execute_request(request))
     }
 
-    fn stream(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+    fn stream(&self, request: Request) -> Sending<'_, AnswerStream> {
         Box::pin(self.stream_request(request))
     }
 
