@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::clock::later;
 use crate::refusal::Refusal;
 
 /// A window the engine asked the caller to wait out.
@@ -25,6 +26,29 @@ pub(crate) struct Hold {
     /// Where the hold came from when another process saw it: the shared
     /// hold, as logs name it (`Redis host:port, key …`).
     pub(crate) fleet: Option<String>,
+}
+
+impl Hold {
+    /// The hold of a wait the engine asked for at `asked_at` (`asked`
+    /// long, because of `why`), `left` of which is left at `now`; cut to
+    /// `max_hold`, the ceiling named when the engine asked for longer.
+    pub(crate) fn cut(
+        now: Instant,
+        left: Duration,
+        max_hold: Duration,
+        asked_at: SystemTime,
+        asked: Duration,
+        why: String,
+    ) -> Hold {
+        Hold {
+            until: later(now, left.min(max_hold)),
+            asked_at,
+            asked,
+            ceiling: (asked > max_hold).then_some(max_hold),
+            why,
+            fleet: None,
+        }
+    }
 }
 
 /// A refusal repeated without sending until `until`.

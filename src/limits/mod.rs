@@ -337,14 +337,7 @@ impl Limits {
         if !self.respect {
             return None;
         }
-        let hold = Hold {
-            until: later(now, wait.min(self.max_hold)),
-            asked_at: SystemTime::now(),
-            asked: wait,
-            ceiling: (wait > self.max_hold).then_some(self.max_hold),
-            why,
-            fleet: None,
-        };
+        let hold = Hold::cut(now, wait, self.max_hold, SystemTime::now(), wait, why);
         self.keep(hold)
     }
 

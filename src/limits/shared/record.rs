@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use redis::Value;
 use tokio::time::Instant;
 
-use crate::clock::{later, millis};
+use crate::clock::millis;
 use crate::limits::hold::Hold;
 
 /// The most of a value that is read back (`GETRANGE 0 255`): a key someone
@@ -157,13 +157,18 @@ impl Shared {
     /// ceiling as a hint of its own would be, `from` the shared hold as
     /// [`SharedHold::shown`](super::SharedHold::shown) names it.
     pub(crate) fn hold(&self, now: Instant, max_hold: Duration, from: String) -> Hold {
+        let record = &self.record;
+        let hold = Hold::cut(
+            now,
+            self.left,
+            max_hold,
+            record.asked_at,
+            record.asked,
+            record.why.clone(),
+        );
         Hold {
-            until: later(now, self.left.min(max_hold)),
-            asked_at: self.record.asked_at,
-            asked: self.record.asked,
-            ceiling: (self.record.asked > max_hold).then_some(max_hold),
-            why: self.record.why.clone(),
             fleet: Some(from),
+            ..hold
         }
     }
 }
