@@ -56,9 +56,9 @@ pub use call::Call;
 pub use handle::HttpTransport;
 
 use crate::answer::Answer;
-use crate::config::naming::Naming;
 use crate::meter::MeterSnapshot;
-use crate::refusal::{Cause, Refusal};
+use crate::refusal::Refusal;
+use crate::refusal::failure::unserializable_unaddressed;
 use crate::request::Request;
 use crate::stream::AnswerStream;
 
@@ -140,7 +140,7 @@ pub trait Transport: Send + Sync {
     fn execute(&self, request: Request) -> Sending<'_, Answer> {
         match request.unserializable() {
             Some(category) => {
-                let refusal = unserializable(category);
+                let refusal = unserializable_unaddressed(category);
                 Box::pin(async move { Err(refusal) })
             }
             None => self.send(request.into_body()),
@@ -179,20 +179,6 @@ pub trait Transport: Send + Sync {
     fn meter(&self) -> Option<MeterSnapshot> {
         None
     }
-}
-
-/// The refusal of a body that could not be serialized, for a transport
-/// that has no address to name: the default [`Transport::execute`].
-fn unserializable(category: &str) -> Refusal {
-    Refusal::new(
-        Cause::EngineUnreachable,
-        crate::refusal::failure::unserializable_phrase(category),
-        format!(
-            "fix the request type the predictor serializes, so that serde_json can write it as JSON; nothing was sent to the engine (its address is read from {} by default)",
-            Naming::default().engine_variable()
-        ),
-        None,
-    )
 }
 
 /// A transport behind a reference or a pointer is the transport: every
