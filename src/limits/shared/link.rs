@@ -308,6 +308,20 @@ mod tests {
     /// What a bounded call may take past its wait on a busy 2-core machine.
     const MARGIN: Duration = Duration::from_millis(200);
 
+    /// Asserts that `shared` backs off from a Redis it could not use: the
+    /// next check and extend do not wait at all.
+    async fn backs_off(shared: &Arc<SharedHold>) {
+        let started = Clock::now();
+        assert_eq!(shared.check().await, None);
+        shared
+            .extend(
+                Duration::from_secs(5),
+                &record("HTTP 429", Duration::from_secs(5)),
+            )
+            .await;
+        assert!(started.elapsed() < WAIT / 2, "took {:?}", started.elapsed());
+    }
+
     #[tokio::test]
     async fn a_dead_redis_costs_a_send_no_more_than_the_wait_and_is_warned_about_once() {
         let port = dead_port();
@@ -321,16 +335,7 @@ mod tests {
             "took {:?}",
             started.elapsed()
         );
-        // Backing off: the next calls do not wait at all.
-        let started = Clock::now();
-        assert_eq!(shared.check().await, None);
-        shared
-            .extend(
-                Duration::from_secs(5),
-                &record("HTTP 429", Duration::from_secs(5)),
-            )
-            .await;
-        assert!(started.elapsed() < WAIT / 2, "took {:?}", started.elapsed());
+        backs_off(&shared).await;
         let warnings = events.at(tracing::Level::WARN);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
@@ -364,15 +369,7 @@ mod tests {
         assert_eq!(shared.check().await, None);
         let took = started.elapsed();
         assert!(took >= WAIT && took < WAIT + MARGIN, "took {took:?}");
-        let started = Clock::now();
-        assert_eq!(shared.check().await, None);
-        shared
-            .extend(
-                Duration::from_secs(5),
-                &record("HTTP 429", Duration::from_secs(5)),
-            )
-            .await;
-        assert!(started.elapsed() < WAIT / 2, "took {:?}", started.elapsed());
+        backs_off(&shared).await;
         assert_eq!(silent.accepted(), 1);
         let warnings = events.at(tracing::Level::WARN);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
