@@ -84,3 +84,43 @@ pub(crate) struct Spent {
     /// budget, as logs name it (`Redis host:port, key …`).
     pub(crate) fleet: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_hold_is_cut_to_the_ceiling_and_names_it_only_when_more_was_asked() {
+        let now = Instant::now();
+        let at = SystemTime::now();
+        let within = Hold::cut(now, MINUTE, 2 * MINUTE, at, MINUTE, "HTTP 429".to_owned());
+        assert_eq!(within.until, now + MINUTE);
+        assert_eq!(within.ceiling, None);
+        let past = Hold::cut(
+            now,
+            5 * MINUTE,
+            2 * MINUTE,
+            at,
+            5 * MINUTE,
+            "HTTP 429".to_owned(),
+        );
+        assert_eq!(past.until, now + 2 * MINUTE);
+        assert_eq!(past.ceiling, Some(2 * MINUTE));
+        assert_eq!(past.asked, 5 * MINUTE, "what was asked is kept as sent");
+        // A fleet's hold with little left of a long wait: held for what is
+        // left, and the ceiling still named, since the engine asked past it.
+        let fleet = Hold::cut(
+            now,
+            MINUTE,
+            2 * MINUTE,
+            at,
+            5 * MINUTE,
+            "HTTP 429".to_owned(),
+        );
+        assert_eq!(fleet.until, now + MINUTE);
+        assert_eq!(fleet.ceiling, Some(2 * MINUTE));
+        assert_eq!(fleet.fleet, None);
+    }
+}
