@@ -77,6 +77,11 @@ mod refusal {
     pub use meterwire::Cause;
 }
 
+/// The meter's locks, the transport's own source too.
+#[allow(dead_code, unused_imports)]
+#[path = "../src/lock.rs"]
+mod lock;
+
 /// The meter's sums of usage, which the meter's source holds, and the
 /// reader of usage, timed alone: the transport's own sources.
 #[allow(dead_code, unused_imports)]

@@ -39,6 +39,14 @@ use tokio::time::Instant;
 /// Thirty years: what tokio itself takes for "never" in its timers.
 const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
 
+/// `duration` in whole milliseconds, as refusals, spans and Redis take
+/// it. A duration past `u64::MAX` ms (`Duration::MAX`, or a hint of 10^35
+/// seconds) saturates to it, where `as_millis` would hand back a `u128` and
+/// a cast would wrap.
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// `now + wait`, or the far future when that does not fit.
 pub(crate) fn later(now: Instant, wait: Duration) -> Instant {
     now.checked_add(wait.min(FAR)).unwrap_or(now)
@@ -77,6 +85,15 @@ mod tests {
         assert_eq!(http_date(far), "a time past the year 9999");
         let before = UNIX_EPOCH - Duration::from_secs(1);
         assert_eq!(http_date(before), "a time before 1970");
+    }
+
+    #[test]
+    fn milliseconds_past_what_a_u64_holds_saturate() {
+        assert_eq!(millis(Duration::ZERO), 0);
+        assert_eq!(millis(Duration::from_micros(1999)), 1);
+        assert_eq!(millis(Duration::from_millis(u64::MAX)), u64::MAX);
+        assert_eq!(millis(Duration::from_secs(u64::MAX)), u64::MAX);
+        assert_eq!(millis(Duration::MAX), u64::MAX);
     }
 
     #[test]

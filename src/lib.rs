@@ -116,6 +116,7 @@ mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 mod limits;
+mod lock;
 mod meter;
 mod refusal;
 mod request;

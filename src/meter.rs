@@ -12,6 +12,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::lock::Unpoisoned;
 use crate::refusal::Cause;
 
 /// The highest latency the histogram tells apart: an hour, in microseconds.
@@ -149,7 +150,7 @@ impl Meter {
 /// Records one duration, in microseconds, in `histogram`.
 fn record(histogram: &Mutex<Option<Histogram<u64>>>, duration: Duration) {
     let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
-    let mut histogram = histogram.lock().unwrap_or_else(|p| p.into_inner());
+    let mut histogram = histogram.lock_unpoisoned();
     if let Some(histogram) = histogram.as_mut() {
         histogram.saturating_record(micros.clamp(1, MAX_MICROS));
     }
@@ -157,7 +158,7 @@ fn record(histogram: &Mutex<Option<Histogram<u64>>>, duration: Duration) {
 
 /// The percentiles of `histogram`; none before anything was recorded.
 fn percentiles(histogram: &Mutex<Option<Histogram<u64>>>) -> Latency {
-    let histogram = histogram.lock().unwrap_or_else(|p| p.into_inner());
+    let histogram = histogram.lock_unpoisoned();
     let recorded = histogram.as_ref().filter(|h| !h.is_empty());
     let at = |q: f64| recorded.map(|h| Duration::from_micros(h.value_at_quantile(q)));
     Latency {

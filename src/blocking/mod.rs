@@ -73,11 +73,12 @@ pub struct HttpTransportBuilder {
     inner: crate::HttpTransportBuilder,
 }
 
-/// One send with options of its own, from [`HttpTransport::call`].
+/// One send with options of its own, from [`HttpTransport::call`]: the
+/// async [`Call`](crate::Call), and the runtime to send it on.
 #[must_use = "a call sends nothing until `send()`"]
 pub struct Call {
-    transport: HttpTransport,
-    request: Request,
+    inner: crate::Call,
+    runtime: Arc<Background>,
 }
 
 /// The background runtime. Dropped last by the last clone, it shuts down
@@ -110,20 +111,19 @@ impl fmt::Debug for HttpTransportBuilder {
 
 impl fmt::Debug for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("blocking::Call")
-            .field("transport", &self.transport)
-            .field("request", &self.request)
-            .finish()
+        f.debug_tuple("blocking::Call").field(&self.inner).finish()
     }
 }
 
-/// Builder methods that hand their arguments on to the async builder.
+/// Builder methods that hand their arguments on to the async builder or
+/// call this one holds.
 macro_rules! forward {
     ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*);)*) => {
         $(
             $(#[$doc])*
-            pub fn $name(self, $($arg: $ty),*) -> Self {
-                HttpTransportBuilder { inner: self.inner.$name($($arg),*) }
+            pub fn $name(mut self, $($arg: $ty),*) -> Self {
+                self.inner = self.inner.$name($($arg),*);
+                self
             }
         )*
     };
@@ -226,8 +226,8 @@ impl HttpTransport {
     /// idempotency key.
     pub fn call(&self, body: impl Into<Bytes>) -> Call {
         Call {
-            transport: self.clone(),
-            request: Request::new(body),
+            inner: self.inner.call(body),
+            runtime: Arc::clone(&self.runtime),
         }
     }
 
@@ -343,60 +343,51 @@ fn driving_a_runtime() -> bool {
 }
 
 impl Call {
-    /// A non-secret header on this request.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.request = self.request.header(name, value);
-        self
-    }
-
-    /// The deadline of this call, in place of the transport's.
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.request = self.request.deadline(deadline);
-        self
-    }
-
-    /// Sends `Idempotency-Key: "<key>"` on every attempt of this send.
-    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
-        self.request = self.request.idempotency_key(key);
-        self
+    forward! {
+        /// A non-secret header on this request.
+        header(name: impl Into<String>, value: impl Into<String>);
+        /// The deadline of this call, in place of the transport's.
+        deadline(deadline: Duration);
+        /// Sends `Idempotency-Key: "<key>"` on every attempt of this send.
+        idempotency_key(key: impl Into<String>);
+        /// For an answer read as a stream: the longest gap between bytes
+        /// after the first, in place of the transport's idle timer.
+        idle_timeout(idle: Duration);
+        /// For an answer read as a stream: the deadline of the whole
+        /// stream, in place of the transport's.
+        stream_deadline(deadline: Duration);
+        /// The engine must end this call's stream with `[DONE]`, as
+        /// [`Request::expect_done`] says.
+        expect_done();
     }
 
     /// Replaces the body with `value` serialized with `serde_json`.
     pub fn json<T: Serialize + ?Sized>(mut self, value: &T) -> Self {
-        self.request.set_json(value);
-        self
-    }
-
-    /// For an answer read as a stream: the longest gap between bytes after
-    /// the first, in place of the transport's idle timer.
-    pub fn idle_timeout(mut self, idle: Duration) -> Self {
-        self.request = self.request.idle_timeout(idle);
-        self
-    }
-
-    /// For an answer read as a stream: the deadline of the whole stream,
-    /// in place of the transport's.
-    pub fn stream_deadline(mut self, deadline: Duration) -> Self {
-        self.request = self.request.stream_deadline(deadline);
-        self
-    }
-
-    /// The engine must end this call's stream with `[DONE]`, as
-    /// [`Request::expect_done`] says.
-    pub fn expect_done(mut self) -> Self {
-        self.request = self.request.expect_done();
+        self.inner = self.inner.json(value);
         self
     }
 
     /// Sends the call and waits for the engine's answer or a refusal.
     pub fn send(self) -> Result<Answer, Refusal> {
-        self.transport.execute(self.request)
+        let (transport, request) = self.into_parts();
+        transport.execute(request)
     }
 
     /// Sends the call and reads the answer as a stream, as
     /// [`HttpTransport::stream`].
     pub fn stream(self) -> Result<AnswerStream, Refusal> {
-        self.transport.open(self.request)
+        let (transport, request) = self.into_parts();
+        transport.open(request)
+    }
+
+    /// The blocking transport that sends the request, and the request.
+    fn into_parts(self) -> (HttpTransport, Request) {
+        let crate::Call { transport, request } = self.inner;
+        let transport = HttpTransport {
+            inner: transport,
+            runtime: self.runtime,
+        };
+        (transport, request)
     }
 }
 

@@ -66,21 +66,7 @@ impl AnswerStream {
         }
     }
 
-    /// The HTTP status the engine answered, a `2xx`.
-    pub fn status(&self) -> u16 {
-        self.status
-    }
-
-    /// The engine's id for the request, concealed and bounded, when it sent
-    /// one.
-    pub fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
-    }
-
-    /// The answer's `content-type`, concealed, when it sent one.
-    pub fn content_type(&self) -> Option<&str> {
-        self.content_type.as_deref()
-    }
+    crate::stream::head!();
 
     /// How the stream ended, once it ended cleanly, as
     /// [`AnswerStream::ending`](crate::AnswerStream::ending) says.

@@ -7,6 +7,7 @@ use reqwest::header::HeaderMap;
 
 use super::headers;
 use crate::config::env::Env;
+use crate::lock::Unpoisoned;
 use crate::refusal::failure::Failure;
 use crate::refusal::site::Site;
 use crate::retry::RetryPolicy;
@@ -126,11 +127,7 @@ impl Post for Scripted {
         _body: Bytes,
         deadline: Deadline,
     ) -> Result<Body, Failure> {
-        let next = self
-            .replies
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .pop_front();
+        let next = self.replies.lock_unpoisoned().pop_front();
         let reply = next.unwrap_or(Reply::Fail(0));
         match reply {
             Reply::Fail(0) => Err(Failure::ConnectionRefused),

@@ -14,13 +14,14 @@
 //! pays one lock and a set insertion for its ticket.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
 use crate::clock::later;
 use crate::limits::hold::Spent;
+use crate::lock::Unpoisoned;
 use crate::refusal::evidence::retry::Left;
 
 /// The most a figure is believed: far past any window an engine keeps, and
@@ -74,7 +75,7 @@ pub(crate) struct Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        lock(&self.state).in_flight.remove(&self.number);
+        self.state.lock_unpoisoned().in_flight.remove(&self.number);
     }
 }
 
@@ -194,7 +195,7 @@ impl Budget {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
+        self.state.lock_unpoisoned()
     }
 }
 
@@ -213,10 +214,6 @@ fn fleet_window(now: Instant, left: u64, reset: Duration, shown: &str) -> Window
             fleet: Some(shown.to_owned()),
         },
     }
-}
-
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::clock::later;
 use crate::refusal::Refusal;
 
 /// A window the engine asked the caller to wait out.
@@ -25,6 +26,29 @@ pub(crate) struct Hold {
     /// Where the hold came from when another process saw it: the shared
     /// hold, as logs name it (`Redis host:port, key …`).
     pub(crate) fleet: Option<String>,
+}
+
+impl Hold {
+    /// The hold of a wait the engine asked for at `asked_at` (`asked`
+    /// long, because of `why`), `left` of which is left at `now`; cut to
+    /// `max_hold`, the ceiling named when the engine asked for longer.
+    pub(crate) fn cut(
+        now: Instant,
+        left: Duration,
+        max_hold: Duration,
+        asked_at: SystemTime,
+        asked: Duration,
+        why: String,
+    ) -> Hold {
+        Hold {
+            until: later(now, left.min(max_hold)),
+            asked_at,
+            asked,
+            ceiling: (asked > max_hold).then_some(max_hold),
+            why,
+            fleet: None,
+        }
+    }
 }
 
 /// A refusal repeated without sending until `until`.
@@ -59,4 +83,44 @@ pub(crate) struct Spent {
     /// Where the budget came from when the fleet spent it: the shared
     /// budget, as logs name it (`Redis host:port, key …`).
     pub(crate) fleet: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_hold_is_cut_to_the_ceiling_and_names_it_only_when_more_was_asked() {
+        let now = Instant::now();
+        let at = SystemTime::now();
+        let within = Hold::cut(now, MINUTE, 2 * MINUTE, at, MINUTE, "HTTP 429".to_owned());
+        assert_eq!(within.until, now + MINUTE);
+        assert_eq!(within.ceiling, None);
+        let past = Hold::cut(
+            now,
+            5 * MINUTE,
+            2 * MINUTE,
+            at,
+            5 * MINUTE,
+            "HTTP 429".to_owned(),
+        );
+        assert_eq!(past.until, now + 2 * MINUTE);
+        assert_eq!(past.ceiling, Some(2 * MINUTE));
+        assert_eq!(past.asked, 5 * MINUTE, "what was asked is kept as sent");
+        // A fleet's hold with little left of a long wait: held for what is
+        // left, and the ceiling still named, since the engine asked past it.
+        let fleet = Hold::cut(
+            now,
+            MINUTE,
+            2 * MINUTE,
+            at,
+            5 * MINUTE,
+            "HTTP 429".to_owned(),
+        );
+        assert_eq!(fleet.until, now + MINUTE);
+        assert_eq!(fleet.ceiling, Some(2 * MINUTE));
+        assert_eq!(fleet.fleet, None);
+    }
 }

@@ -42,6 +42,7 @@ use self::budget::Budget;
 pub(crate) use self::budget::Ticket;
 use self::hold::{Hold, Latched, Spent};
 use crate::clock::later;
+use crate::lock::Unpoisoned;
 use crate::refusal::evidence::retry::Fields;
 use crate::refusal::{Cause, Refusal};
 use crate::retry::RetryPolicy;
@@ -326,10 +327,7 @@ impl Limits {
         if !self.respect {
             return None;
         }
-        let hold = self
-            .hold
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let hold = self.hold.lock_unpoisoned();
         hold.as_ref().filter(|hold| hold.until > now).cloned()
     }
 
@@ -339,24 +337,14 @@ impl Limits {
         if !self.respect {
             return None;
         }
-        let hold = Hold {
-            until: later(now, wait.min(self.max_hold)),
-            asked_at: SystemTime::now(),
-            asked: wait,
-            ceiling: (wait > self.max_hold).then_some(self.max_hold),
-            why,
-            fleet: None,
-        };
+        let hold = Hold::cut(now, wait, self.max_hold, SystemTime::now(), wait, why);
         self.keep(hold)
     }
 
     /// Keeps `hold` unless one that ends no sooner is in force; `hold`,
     /// when it was kept.
     fn keep(&self, new: Hold) -> Option<Hold> {
-        let mut hold = self
-            .hold
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut hold = self.hold.lock_unpoisoned();
         if hold.as_ref().is_none_or(|held| held.until < new.until) {
             *hold = Some(new.clone());
             Some(new)
@@ -369,10 +357,7 @@ impl Limits {
     /// if any: a latch belongs to the token it judged, and a newer token (a
     /// file that rotated) clears it.
     pub(crate) fn latched(&self, now: Instant, generation: u64) -> Option<Latched> {
-        let mut latch = self
-            .latch
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut latch = self.latch.lock_unpoisoned();
         if latch
             .as_ref()
             .is_some_and(|latched| latched.generation < generation)
@@ -391,10 +376,7 @@ impl Limits {
     /// the latch of a newer one (which the next send would then clear, and
     /// send the rejected token again).
     fn latch(&self, now: Instant, duration: Duration, refusal: &Refusal, generation: u64) {
-        let mut latch = self
-            .latch
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut latch = self.latch.lock_unpoisoned();
         if latch
             .as_ref()
             .is_some_and(|latched| latched.generation > generation)

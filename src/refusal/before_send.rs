@@ -77,24 +77,66 @@ pub(crate) fn bad_address(scope: &str, error: &AddressError, concealer: &Conceal
     )
 }
 
+/// The engine at an address that parsed, as a refusal of it before any
+/// send names it: the scope, the address shown and where it came from, and
+/// the engine's host.
+struct AtEngine<'a> {
+    scope: &'a str,
+    address: &'a Address,
+    concealer: &'a Concealer,
+}
+
+impl<'a> AtEngine<'a> {
+    fn new(scope: &'a str, address: &'a Address, concealer: &'a Concealer) -> AtEngine<'a> {
+        AtEngine {
+            scope,
+            address,
+            concealer,
+        }
+    }
+
+    /// `scope "acme": engine at https://engine.example/v1/predict (from
+    /// CHANT_BEHAVIOUR_ENGINE)`, with `noun` for `engine at`.
+    fn subject(&self, noun: &str) -> String {
+        format!(
+            "{}: {noun} {} ({})",
+            scope_phrase(self.scope, self.concealer),
+            shown_address(&self.address.to_string(), self.concealer),
+            self.address.origin().provenance()
+        )
+    }
+
+    /// The engine's host, shown.
+    fn host(&self) -> String {
+        shown_host(&self.address.host(), self.concealer)
+    }
+
+    /// The refusal, naming the engine, sealed.
+    fn refusal(
+        &self,
+        cause: Cause,
+        reason: String,
+        remedy: String,
+        variable: Option<String>,
+    ) -> Refusal {
+        let refusal = Refusal::new(cause, reason, remedy, variable).with_engine(self.host());
+        seal(self.concealer, refusal)
+    }
+}
+
 /// Plain `http` to a host that is not loopback, without the opt-in.
 pub(crate) fn plaintext(scope: &str, address: &Address, concealer: &Concealer) -> Refusal {
-    let shown = shown_address(&address.to_string(), concealer);
+    let engine = AtEngine::new(scope, address, concealer);
     let origin = address.origin();
-    seal(
-        concealer,
-        Refusal::new(
-            Cause::EngineUnreachable,
-            format!(
-                "{}: the address {shown} ({}) is plain http to {}, which is not a loopback host; a bearer token is sent only over TLS (RFC 6750 §5.3), so nothing was sent",
-                scope_phrase(scope, concealer),
-                origin.provenance(),
-                shown_host(&address.host(), concealer)
-            ),
-            origin.set_phrase("the engine's https address"),
-            origin.variable().map(str::to_owned),
-        )
-        .with_engine(shown_host(&address.host(), concealer)),
+    engine.refusal(
+        Cause::EngineUnreachable,
+        format!(
+            "{} is plain http to {}, which is not a loopback host; a bearer token is sent only over TLS (RFC 6750 §5.3), so nothing was sent",
+            engine.subject("the address"),
+            engine.host()
+        ),
+        origin.set_phrase("the engine's https address"),
+        origin.variable().map(str::to_owned),
     )
 }
 
@@ -107,26 +149,21 @@ pub(crate) fn no_token(
     concealer: &Concealer,
 ) -> Refusal {
     let chain = naming.token_chain(scope);
-    let shown = shown_address(&address.to_string(), concealer);
-    seal(
-        concealer,
-        Refusal::new(
-            Cause::NoEngine,
-            format!(
-                "{}: engine at {shown} ({}) has no bearer token; none was given in code and every variable of the token chain is unset or blank: {}; nothing was sent",
-                scope_phrase(scope, concealer),
-                address.origin().provenance(),
-                chain.variables().join(", ")
-            ),
-            format!(
-                "set {} to the bearer token the engine at {} issued{}",
-                naming.token_variable(),
-                shown_host(&address.host(), concealer),
-                scoped(chain.variables(), &naming.token_variable())
-            ),
-            None,
-        )
-        .with_engine(shown_host(&address.host(), concealer)),
+    let engine = AtEngine::new(scope, address, concealer);
+    engine.refusal(
+        Cause::NoEngine,
+        format!(
+            "{} has no bearer token; none was given in code and every variable of the token chain is unset or blank: {}; nothing was sent",
+            engine.subject("engine at"),
+            chain.variables().join(", ")
+        ),
+        format!(
+            "set {} to the bearer token the engine at {} issued{}",
+            naming.token_variable(),
+            engine.host(),
+            scoped(chain.variables(), &naming.token_variable())
+        ),
+        None,
     )
 }
 
@@ -137,25 +174,20 @@ pub(crate) fn unusable_token(
     error: &UnusableToken,
     concealer: &Concealer,
 ) -> Refusal {
-    let shown = shown_address(&address.to_string(), concealer);
+    let engine = AtEngine::new(scope, address, concealer);
     let origin = error.origin();
-    seal(
-        concealer,
-        Refusal::new(
-            Cause::NoEngine,
-            format!(
-                "{}: engine at {shown} ({}): {} {}, so it cannot be sent as a header value; nothing was sent",
-                scope_phrase(scope, concealer),
-                address.origin().provenance(),
-                origin.holding("the token"),
-                error.problem()
-            ),
-            origin.set_phrase(
-                "the token exactly as the engine issued it: visible ASCII, with no spaces, quotes or line breaks",
-            ),
-            origin.variable().map(str::to_owned),
-        )
-        .with_engine(shown_host(&address.host(), concealer)),
+    engine.refusal(
+        Cause::NoEngine,
+        format!(
+            "{}: {} {}, so it cannot be sent as a header value; nothing was sent",
+            engine.subject("engine at"),
+            origin.holding("the token"),
+            error.problem()
+        ),
+        origin.set_phrase(
+            "the token exactly as the engine issued it: visible ASCII, with no spaces, quotes or line breaks",
+        ),
+        origin.variable().map(str::to_owned),
     )
 }
 
@@ -177,22 +209,17 @@ pub(crate) fn both_token_and_file(
     twin: &str,
     concealer: &Concealer,
 ) -> Refusal {
-    let shown = shown_address(&address.to_string(), concealer);
-    seal(
-        concealer,
-        Refusal::new(
-            Cause::NoEngine,
-            format!(
-                "{}: engine at {shown} ({}): both {variable} and {twin} are set, so which one holds the token is unknown; nothing was sent",
-                scope_phrase(scope, concealer),
-                address.origin().provenance(),
-            ),
-            format!(
-                "set one of the two: {variable} to the token itself, or {twin} to the path of a file that holds it, and unset the other"
-            ),
-            Some(variable.to_owned()),
-        )
-        .with_engine(shown_host(&address.host(), concealer)),
+    let engine = AtEngine::new(scope, address, concealer);
+    engine.refusal(
+        Cause::NoEngine,
+        format!(
+            "{}: both {variable} and {twin} are set, so which one holds the token is unknown; nothing was sent",
+            engine.subject("engine at"),
+        ),
+        format!(
+            "set one of the two: {variable} to the token itself, or {twin} to the path of a file that holds it, and unset the other"
+        ),
+        Some(variable.to_owned()),
     )
 }
 

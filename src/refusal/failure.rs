@@ -13,6 +13,7 @@ use std::io;
 
 use super::site::Site;
 use super::status::{Fix, proxy_remedy, unreachable_remedy};
+use crate::config::naming::Naming;
 use crate::refusal::{Cause, Refusal};
 use crate::retry::Outcome;
 
@@ -387,7 +388,7 @@ fn refusal(site: &Site, failure: &Failure, answered: Option<&Answered>) -> Refus
         ),
         Remedy::Utf8 => address.set_phrase("an engine that answers JSON as UTF-8 text"),
         Remedy::Serializer => format!(
-            "fix the request type the predictor serializes, so that serde_json can write it as JSON for the engine at {} (the address, {}, was not contacted)",
+            "{SERIALIZER_FIX} for the engine at {} (the address, {}, was not contacted)",
             site.host(),
             address.named()
         ),
@@ -550,8 +551,27 @@ fn describe_tls(error: &rustls::Error) -> &'static str {
 
 /// What a body that could not be serialized says, with or without an
 /// address to name: `category` is serde_json's word for what went wrong.
-pub(crate) fn unserializable_phrase(category: &str) -> String {
+fn unserializable_phrase(category: &str) -> String {
     format!("the request body could not be serialized as JSON ({category}), so nothing was sent")
+}
+
+/// How a body that could not be serialized is mended, before what the
+/// remedy says of the engine.
+const SERIALIZER_FIX: &str =
+    "fix the request type the predictor serializes, so that serde_json can write it as JSON";
+
+/// The refusal of a body that could not be serialized, for a transport
+/// that has no address to name: the default `Transport::execute`.
+pub(crate) fn unserializable_unaddressed(category: &str) -> Refusal {
+    Refusal::new(
+        Cause::EngineUnreachable,
+        unserializable_phrase(category),
+        format!(
+            "{SERIALIZER_FIX}; nothing was sent to the engine (its address is read from {} by default)",
+            Naming::default().engine_variable()
+        ),
+        None,
+    )
 }
 
 #[cfg(test)]

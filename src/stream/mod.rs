@@ -142,6 +142,33 @@ impl fmt::Debug for AnswerStream {
     }
 }
 
+/// What a stream says of the answer's head, kept in fields of these names:
+/// written once for this stream and the blocking one, which keeps a copy
+/// while the stream itself is away on its runtime.
+macro_rules! head {
+    () => {
+        /// The HTTP status the engine answered, a `2xx`.
+        pub fn status(&self) -> u16 {
+            self.status
+        }
+
+        /// The engine's id for the request, concealed and bounded, when it
+        /// sent one.
+        pub fn request_id(&self) -> Option<&str> {
+            self.request_id.as_deref()
+        }
+
+        /// The answer's `content-type`, concealed, when it sent one:
+        /// `text/event-stream` for events, `application/x-ndjson` (or
+        /// `application/jsonl`) for lines.
+        pub fn content_type(&self) -> Option<&str> {
+            self.content_type.as_deref()
+        }
+    };
+}
+#[cfg(feature = "blocking")]
+pub(crate) use head;
+
 impl AnswerStream {
     /// A stream of `chunks`, for a predictor's tests and fakes: its events
     /// and lines are read from those chunks like any others (a chunk may
@@ -232,23 +259,7 @@ impl AnswerStream {
         self
     }
 
-    /// The HTTP status the engine answered, a `2xx`.
-    pub fn status(&self) -> u16 {
-        self.status
-    }
-
-    /// The engine's id for the request, concealed and bounded, when it sent
-    /// one.
-    pub fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
-    }
-
-    /// The answer's `content-type`, concealed, when it sent one:
-    /// `text/event-stream` for events, `application/x-ndjson` (or
-    /// `application/jsonl`) for lines.
-    pub fn content_type(&self) -> Option<&str> {
-        self.content_type.as_deref()
-    }
+    head!();
 
     /// How the stream ended, once a reader has had its last item and the
     /// stream ended cleanly: `[DONE]` arrived, the body ended at an event

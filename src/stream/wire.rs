@@ -10,6 +10,7 @@ use tokio::time::{Instant, Sleep};
 use super::{AnswerStream, Source, Timers};
 use crate::conceal::Concealer;
 use crate::conceal::stream::ConcealStream;
+use crate::lock::Unpoisoned;
 use crate::refusal::Refusal;
 use crate::refusal::failure::Failure;
 use crate::refusal::stream::{Timer, timed_out};
@@ -58,7 +59,7 @@ impl Wire {
             Some(last) => (
                 crate::clock::later(last, self.timers.idle),
                 Timer::Idle {
-                    ms: u64::try_from(self.timers.idle.as_millis()).unwrap_or(u64::MAX),
+                    ms: crate::clock::millis(self.timers.idle),
                 },
             ),
         };
@@ -111,10 +112,7 @@ impl AnswerStream {
             wire.sleep.as_mut().reset(limit);
             wire.armed = Some(limit);
         }
-        let body = wire
-            .body
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let body = wire.body.get_mut_unpoisoned();
         match body.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(piece))) => {
                 let now = Instant::now();
@@ -123,10 +121,8 @@ impl AnswerStream {
                 {
                     let after = now.saturating_duration_since(sent.started);
                     sent.transport.first_byte_after(after);
-                    sent.span.record(
-                        "first_byte_ms",
-                        u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
-                    );
+                    sent.span
+                        .record("first_byte_ms", crate::clock::millis(after));
                 }
                 wire.last_byte = Some(now);
                 let length = u64::try_from(piece.len()).unwrap_or(u64::MAX);

@@ -27,8 +27,10 @@ use crate::stream::AnswerStream;
 /// until [`Call::send`].
 #[must_use = "a call sends nothing until `send().await`"]
 pub struct Call {
-    transport: HttpTransport,
-    request: Request,
+    // Seen by the blocking `Call`, which holds this one and sends its
+    // request on a runtime of its own.
+    pub(crate) transport: HttpTransport,
+    pub(crate) request: Request,
 }
 
 /// Shows the call without its body or header values, and its header names

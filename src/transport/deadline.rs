@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::clock::later;
+use crate::clock::{later, millis};
 
 /// When a send must be over, and the budget that put it there.
 #[derive(Clone, Copy, Debug)]
@@ -31,7 +31,7 @@ impl Deadline {
 
     /// The budget in whole milliseconds, as refusals name it.
     pub(crate) fn ms(&self) -> u64 {
-        u64::try_from(self.budget.as_millis()).unwrap_or(u64::MAX)
+        millis(self.budget)
     }
 
     /// Whether something that ends at `end` would end before the deadline.

@@ -56,11 +56,17 @@ pub use call::Call;
 pub use handle::HttpTransport;
 
 use crate::answer::Answer;
-use crate::config::naming::Naming;
 use crate::meter::MeterSnapshot;
-use crate::refusal::{Cause, Refusal};
+use crate::refusal::Refusal;
+use crate::refusal::failure::unserializable_unaddressed;
 use crate::request::Request;
 use crate::stream::AnswerStream;
+
+/// What a [`Transport`] method returns: its outcome, to be awaited, boxed
+/// so that the trait is object safe (`Arc<dyn Transport>`). Not public: the
+/// trait's documentation shows the type it stands for, which is what an
+/// implementation outside the crate writes.
+pub(crate) type Sending<'a, T> = Pin<Box<dyn Future<Output = Result<T, Refusal>> + Send + 'a>>;
 
 /// The deadline when none is set: 30 seconds for connect, headers and body.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(30_000);
@@ -125,22 +131,16 @@ pub const USER_AGENT: &str = concat!("meterwire/", env!("CARGO_PKG_VERSION"));
 /// ```
 pub trait Transport: Send + Sync {
     /// Sends `body` and returns the engine's answer or a refusal.
-    fn send(
-        &self,
-        body: Bytes,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>>;
+    fn send(&self, body: Bytes) -> Sending<'_, Answer>;
 
     /// Sends `request`, with its options: its headers, deadline and
     /// idempotency key. The default sends the body alone (a fake need only
     /// write [`send`](Transport::send)); a body [`Request::json`] could not
     /// serialize is refused with nothing sent.
-    fn execute(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn execute(&self, request: Request) -> Sending<'_, Answer> {
         match request.unserializable() {
             Some(category) => {
-                let refusal = unserializable(category);
+                let refusal = unserializable_unaddressed(category);
                 Box::pin(async move { Err(refusal) })
             }
             None => self.send(request.into_body()),
@@ -153,10 +153,7 @@ pub trait Transport: Send + Sync {
     /// [`Request::expect_done`] honoured), with the answer's request id and
     /// `content-type`, so a fake need only write [`send`](Transport::send)
     /// or [`execute`](Transport::execute).
-    fn stream(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+    fn stream(&self, request: Request) -> Sending<'_, AnswerStream> {
         let expect_done = request.get_expect_done();
         let executed = self.execute(request);
         Box::pin(async move {
@@ -184,43 +181,20 @@ pub trait Transport: Send + Sync {
     }
 }
 
-/// The refusal of a body that could not be serialized, for a transport
-/// that has no address to name: the default [`Transport::execute`].
-fn unserializable(category: &str) -> Refusal {
-    Refusal::new(
-        Cause::EngineUnreachable,
-        crate::refusal::failure::unserializable_phrase(category),
-        format!(
-            "fix the request type the predictor serializes, so that serde_json can write it as JSON; nothing was sent to the engine (its address is read from {} by default)",
-            Naming::default().engine_variable()
-        ),
-        None,
-    )
-}
-
 /// A transport behind a reference or a pointer is the transport: every
 /// method forwards, defaults included, so a wrapper never loses an option.
 macro_rules! forward {
     ($($pointer:ty),+) => {$(
         impl<T: Transport + ?Sized> Transport for $pointer {
-            fn send(
-                &self,
-                body: Bytes,
-            ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+            fn send(&self, body: Bytes) -> Sending<'_, Answer> {
                 (**self).send(body)
             }
 
-            fn execute(
-                &self,
-                request: Request,
-            ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+            fn execute(&self, request: Request) -> Sending<'_, Answer> {
                 (**self).execute(request)
             }
 
-            fn stream(
-                &self,
-                request: Request,
-            ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+            fn stream(&self, request: Request) -> Sending<'_, AnswerStream> {
                 (**self).stream(request)
             }
 
@@ -234,24 +208,15 @@ macro_rules! forward {
 forward!(&T, Arc<T>, Box<T>);
 
 impl Transport for HttpTransport {
-    fn send(
-        &self,
-        body: Bytes,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn send(&self, body: Bytes) -> Sending<'_, Answer> {
         Box::pin(HttpTransport::send(self, body))
     }
 
-    fn execute(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<Answer, Refusal>> + Send + '_>> {
+    fn execute(&self, request: Request) -> Sending<'_, Answer> {
         Box::pin(self.execute_request(request))
     }
 
-    fn stream(
-        &self,
-        request: Request,
-    ) -> Pin<Box<dyn Future<Output = Result<AnswerStream, Refusal>> + Send + '_>> {
+    fn stream(&self, request: Request) -> Sending<'_, AnswerStream> {
         Box::pin(self.stream_request(request))
     }
 

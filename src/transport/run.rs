@@ -17,7 +17,7 @@ use super::headers::IdempotencyKey;
 use super::post::{Head, Post, Read, Reqwest, Whole};
 use super::reply::{Missed, Reading};
 use crate::answer::Answer;
-use crate::clock::later;
+use crate::clock::{later, millis};
 use crate::config::Target;
 use crate::config::token::file::TokenFile;
 use crate::limits::{Gate, Seen};
@@ -517,14 +517,7 @@ pub(crate) struct Got<T> {
 }
 
 fn record_elapsed(span: &tracing::Span, elapsed: std::time::Duration) {
-    span.record(
-        "elapsed_ms",
-        u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-    );
-}
-
-fn millis(duration: std::time::Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+    span.record("elapsed_ms", millis(elapsed));
 }
 
 /// The refusal event, at `INFO`, in the send's span. Its strings are the

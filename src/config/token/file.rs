@@ -35,6 +35,7 @@ use super::content::FileProblem;
 use super::read::{self, Clock, MOST_WAIT};
 use crate::conceal::Concealer;
 use crate::config::origin::Origin;
+use crate::lock::Unpoisoned;
 
 /// How many tokens stay concealed: the current one and the eight it
 /// replaced, however often the file rotates (`DESIGN.md`, "Tokens that
@@ -283,8 +284,6 @@ impl Shared {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock_unpoisoned()
     }
 }

@@ -4,8 +4,8 @@
 //! the background when it comes later, for the next send. The methods here
 //! are [`SharedHold`]'s own.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use redis::Value;
@@ -16,6 +16,7 @@ use super::link::describe;
 use super::record::{Fault, Found, read_ask};
 use super::{Fleet, LATE, Shared, SharedHold, millis};
 use crate::clock::later;
+use crate::lock::Unpoisoned;
 
 /// The fleet's hold read, its budget set from the figure given and taken
 /// from, in one round trip. `KEYS[1]` the hold, `KEYS[2]` the budget;
@@ -149,7 +150,7 @@ impl SharedHold {
                         budget,
                     };
                     if let Err(checked) = tell.send(checked) {
-                        let mut late = this.late.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut late = this.late.lock_unpoisoned();
                         *late = Some((Instant::now(), checked));
                     }
                 }
@@ -172,10 +173,7 @@ impl SharedHold {
     /// The answer that came after its send stopped waiting, if one did
     /// since the last call, and when it came.
     pub(crate) fn late(&self) -> Option<(Instant, Checked)> {
-        self.late
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        self.late.lock_unpoisoned().take()
     }
 
     fn ask_pipe(&self, ask: Ask) -> redis::Pipeline {
@@ -226,7 +224,7 @@ impl SharedHold {
              process's own hold and budget, and Redis's answer, when it comes, is used by the \
              next send (said once)",
             self.redis,
-            self.wait.as_millis()
+            crate::clock::millis(self.wait)
         );
         let said = self.concealer.conceal(&said);
         tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");

@@ -7,7 +7,7 @@
 //! [`SharedHold`]'s own; the tests, of Redis down, silent, refusing and
 //! back again.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -17,7 +17,8 @@ use tokio::time::{Instant, timeout};
 
 use super::SharedHold;
 use super::record::{Fault, error_code};
-use crate::clock::later;
+use crate::clock::{later, millis};
+use crate::lock::Unpoisoned;
 
 /// How long the background connect may take: past the send's wait, so a
 /// Redis a few round trips away is reached for the next send.
@@ -135,7 +136,7 @@ impl SharedHold {
             )
             .await;
             if let Some(link) = weak.upgrade() {
-                let mut link = lock(&link);
+                let mut link = link.lock_unpoisoned();
                 link.connecting = None;
                 match made {
                     Ok(Ok(conn)) => {
@@ -147,7 +148,7 @@ impl SharedHold {
                     Err(_) => {
                         link.connect_failed = Some(format!(
                             "no connection within {} ms",
-                            CONNECT_TIMEOUT.as_millis()
+                            millis(CONNECT_TIMEOUT)
                         ));
                     }
                 }
@@ -241,12 +242,12 @@ impl SharedHold {
     fn fault_phrase(&self, fault: &Fault) -> String {
         match fault {
             Fault::Slow { connected: true } => {
-                format!("it did not answer within {} ms", self.wait.as_millis())
+                format!("it did not answer within {} ms", millis(self.wait))
             }
             Fault::Slow { connected: false } => format!(
                 "it took no connection within {} ms (the connect goes on in the background; \
                  a Redis further away needs a longer wait)",
-                self.wait.as_millis()
+                millis(self.wait)
             ),
             Fault::Unreachable(why) => format!("connecting to it failed: {why}"),
             Fault::Broken(why) => format!("its connection failed: {why}"),
@@ -256,13 +257,13 @@ impl SharedHold {
             }
             Fault::Late => format!(
                 "it did not answer within {} ms, even after the send stopped waiting",
-                super::LATE.as_millis()
+                millis(super::LATE)
             ),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, Link> {
-        lock(&self.link)
+        self.link.lock_unpoisoned()
     }
 }
 
@@ -291,10 +292,6 @@ pub(super) fn describe(error: &RedisError) -> String {
     error.category().to_owned()
 }
 
-fn lock(link: &Mutex<Link>) -> MutexGuard<'_, Link> {
-    link.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[cfg(test)]
 mod tests {
     //! Against a real `redis-server` on loopback, a silent listener and a
@@ -311,6 +308,20 @@ mod tests {
     /// What a bounded call may take past its wait on a busy 2-core machine.
     const MARGIN: Duration = Duration::from_millis(200);
 
+    /// Asserts that `shared` backs off from a Redis it could not use: the
+    /// next check and extend do not wait at all.
+    async fn backs_off(shared: &Arc<SharedHold>) {
+        let started = Clock::now();
+        assert_eq!(shared.check().await, None);
+        shared
+            .extend(
+                Duration::from_secs(5),
+                &record("HTTP 429", Duration::from_secs(5)),
+            )
+            .await;
+        assert!(started.elapsed() < WAIT / 2, "took {:?}", started.elapsed());
+    }
+
     #[tokio::test]
     async fn a_dead_redis_costs_a_send_no_more_than_the_wait_and_is_warned_about_once() {
         let port = dead_port();
@@ -324,16 +335,7 @@ mod tests {
             "took {:?}",
             started.elapsed()
         );
-        // Backing off: the next calls do not wait at all.
-        let started = Clock::now();
-        assert_eq!(shared.check().await, None);
-        shared
-            .extend(
-                Duration::from_secs(5),
-                &record("HTTP 429", Duration::from_secs(5)),
-            )
-            .await;
-        assert!(started.elapsed() < WAIT / 2, "took {:?}", started.elapsed());
+        backs_off(&shared).await;
         let warnings = events.at(tracing::Level::WARN);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
@@ -367,15 +369,7 @@ mod tests {
         assert_eq!(shared.check().await, None);
         let took = started.elapsed();
         assert!(took >= WAIT && took < WAIT + MARGIN, "took {took:?}");
-        let started = Clock::now();
-        assert_eq!(shared.check().await, None);
-        shared
-            .extend(
-                Duration::from_secs(5),
-                &record("HTTP 429", Duration::from_secs(5)),
-            )
-            .await;
-        assert!(started.elapsed() < WAIT / 2, "took {:?}", started.elapsed());
+        backs_off(&shared).await;
         assert_eq!(silent.accepted(), 1);
         let warnings = events.at(tracing::Level::WARN);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -396,7 +390,7 @@ mod tests {
         let pause = Duration::from_millis(400);
         let _: () = redis::cmd("CLIENT")
             .arg("PAUSE")
-            .arg(pause.as_millis() as u64)
+            .arg(millis(pause))
             .query(&mut redis.connection())
             .expect("CLIENT PAUSE");
         let (events, _guard) = capture();
@@ -428,7 +422,7 @@ mod tests {
         assert_eq!(shared.check().await, None);
         let _: () = redis::cmd("CLIENT")
             .arg("PAUSE")
-            .arg((LATE + MARGIN * 2).as_millis() as u64)
+            .arg(millis(LATE + MARGIN * 2))
             .query(&mut redis.connection())
             .expect("CLIENT PAUSE");
         let started = Clock::now();

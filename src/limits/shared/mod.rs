@@ -290,9 +290,7 @@ impl SharedHold {
     /// Bounded by the same wait; a Redis that fails is warned about as in
     /// [`SharedHold::check`], and nothing else comes of it.
     pub(crate) async fn extend(&self, left: Duration, record: &Record) {
-        let ms = u64::try_from(left.as_millis())
-            .unwrap_or(u64::MAX)
-            .min(MAX_PX);
+        let ms = millis(left);
         if ms == 0 {
             return;
         }
@@ -368,10 +366,9 @@ fn check_key(key: &str) -> Result<(), SharedHoldError> {
     Ok(())
 }
 
+/// `duration` in ms as a Redis `PX` takes it: at most [`MAX_PX`].
 fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis())
-        .unwrap_or(u64::MAX)
-        .min(MAX_PX)
+    crate::clock::millis(duration).min(MAX_PX)
 }
 
 fn host_port(host: &str, port: u16) -> String {
@@ -396,7 +393,7 @@ mod tests {
     //! tests include too. The helpers here serve `link`'s and `record`'s tests as well.
 
     use std::fmt::Write as _;
-    use std::sync::{Arc, Mutex, PoisonError};
+    use std::sync::{Arc, Mutex};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     use base64::Engine as _;
@@ -406,6 +403,7 @@ mod tests {
     use super::server::{Redis, dead_port};
     use super::*;
     use crate::limits::hold::Hold;
+    use crate::lock::Unpoisoned;
 
     pub(super) const TOKEN: &str = "mw-test-Q7vX2kP9zR4tL8wN";
     pub(super) const WAIT: Duration = DEFAULT_WAIT;
@@ -450,7 +448,7 @@ mod tests {
 
     impl Events {
         pub(super) fn at(&self, level: tracing::Level) -> Vec<String> {
-            let events = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let events = self.0.lock_unpoisoned();
             events
                 .iter()
                 .filter(|(l, _)| *l == level)
@@ -469,7 +467,7 @@ mod tests {
             }
             let mut text = String::new();
             event.record(&mut Text(&mut text));
-            let mut events = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut events = self.0.lock_unpoisoned();
             events.push((*event.metadata().level(), text));
         }
     }

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use redis::Value;
 use tokio::time::Instant;
 
-use crate::clock::later;
+use crate::clock::millis;
 use crate::limits::hold::Hold;
 
 /// The most of a value that is read back (`GETRANGE 0 255`): a key someone
@@ -104,10 +104,8 @@ impl Record {
     /// `v1|<asked_at ms>|<asked ms>|<why>`, every number saturated, a `why`
     /// the format cannot carry replaced.
     pub(super) fn encode(&self) -> String {
-        let at = self.asked_at.duration_since(UNIX_EPOCH).map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        });
-        let asked = u64::try_from(self.asked.as_millis()).unwrap_or(u64::MAX);
+        let at = self.asked_at.duration_since(UNIX_EPOCH).map_or(0, millis);
+        let asked = millis(self.asked);
         let why = if why_fits(&self.why) {
             self.why.as_str()
         } else {
@@ -140,8 +138,8 @@ impl Record {
         if fields.next()? != FORMAT {
             return None;
         }
-        let at = millis(fields.next()?)?;
-        let asked = millis(fields.next()?)?;
+        let at = read_millis(fields.next()?)?;
+        let asked = read_millis(fields.next()?)?;
         let why = fields.next()?;
         if !why_fits(why) {
             return None;
@@ -159,13 +157,18 @@ impl Shared {
     /// ceiling as a hint of its own would be, `from` the shared hold as
     /// [`SharedHold::shown`](super::SharedHold::shown) names it.
     pub(crate) fn hold(&self, now: Instant, max_hold: Duration, from: String) -> Hold {
+        let record = &self.record;
+        let hold = Hold::cut(
+            now,
+            self.left,
+            max_hold,
+            record.asked_at,
+            record.asked,
+            record.why.clone(),
+        );
         Hold {
-            until: later(now, self.left.min(max_hold)),
-            asked_at: self.record.asked_at,
-            asked: self.record.asked,
-            ceiling: (self.record.asked > max_hold).then_some(max_hold),
-            why: self.record.why.clone(),
             fleet: Some(from),
+            ..hold
         }
     }
 }
@@ -258,7 +261,7 @@ pub(super) fn read_extend(answer: Value) -> Result<(), Fault> {
 
 /// A number of milliseconds as this code writes it: 1 to 20 ASCII digits
 /// that fit in a u64 (no sign, no space).
-fn millis(text: &str) -> Option<u64> {
+fn read_millis(text: &str) -> Option<u64> {
     if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -78,17 +78,6 @@ struct ErrorBody<'a> {
     kind: Option<&'a RawValue>,
 }
 
-/// `{"error": {"message": …, "code": …, "type": …}}`.
-#[derive(Deserialize)]
-struct ErrorObject<'a> {
-    #[serde(borrow, default)]
-    message: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(borrow, default, rename = "type")]
-    kind: Option<&'a RawValue>,
-}
-
 impl<'a> ErrorBody<'a> {
     /// The body as a JSON object of the error shapes, when it is one.
     fn parse(text: &'a str) -> Option<ErrorBody<'a>> {
@@ -99,8 +88,10 @@ impl<'a> ErrorBody<'a> {
         serde_json::from_str(trimmed).ok()
     }
 
-    /// `error`, when it is an object.
-    fn error_object(&self) -> Option<ErrorObject<'a>> {
+    /// `error`, when it is an object (`{"error": {"message": …, "code": …,
+    /// "type": …}}`): read with the body's own fields, of which its
+    /// message, code and type are used.
+    fn error_object(&self) -> Option<ErrorBody<'a>> {
         self.error
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
     }
@@ -324,32 +315,28 @@ mod tests {
 
     use super::*;
 
+    /// What `engine_words` makes of `body`, with no secret to conceal.
+    fn words(body: &str) -> Option<String> {
+        engine_words(body, &Concealer::new([]))
+    }
+
     #[test]
     fn the_first_non_empty_line_is_the_words() {
-        let words = engine_words("\n\n  out of credit  \nsecond line", &Concealer::new([]));
+        let words = words("\n\n  out of credit  \nsecond line");
         assert_eq!(words.as_deref(), Some("out of credit"));
     }
 
     #[test]
     fn a_json_error_message_is_preferred_over_the_raw_line() {
-        let concealer = Concealer::new([]);
-        let body = br#"{"error": {"message": "balance is zero", "code": 7}}"#;
-        assert_eq!(
-            engine_words(std::str::from_utf8(body).unwrap(), &concealer).as_deref(),
-            Some("balance is zero")
-        );
-        let problem =
-            br#"{"type": "about:blank", "title": "Payment Required", "detail": "top up"}"#;
-        assert_eq!(
-            engine_words(std::str::from_utf8(problem).unwrap(), &concealer).as_deref(),
-            Some("Payment Required: top up")
-        );
+        let body = r#"{"error": {"message": "balance is zero", "code": 7}}"#;
+        assert_eq!(words(body).as_deref(), Some("balance is zero"));
+        let problem = r#"{"type": "about:blank", "title": "Payment Required", "detail": "top up"}"#;
+        assert_eq!(words(problem).as_deref(), Some("Payment Required: top up"));
     }
 
     #[test]
     fn the_sentence_beside_a_string_error_is_the_words_with_the_code() {
-        let concealer = Concealer::new([]);
-        for (body, words) in [
+        for (body, said) in [
             (
                 r#"{"error": "invalid_token", "error_description": "The access token expired"}"#,
                 "The access token expired (invalid_token)",
@@ -360,30 +347,20 @@ mod tests {
             ),
             (r#"{"error": "quota exceeded"}"#, "quota exceeded"),
         ] {
-            assert_eq!(
-                engine_words(body, &concealer).as_deref(),
-                Some(words),
-                "{body}"
-            );
+            assert_eq!(words(body).as_deref(), Some(said), "{body}");
         }
     }
 
     #[test]
     fn an_html_page_yields_its_title() {
-        let page = b"<!DOCTYPE html><html><head><title>502 Bad Gateway &amp; more</title></head><body><h1>502</h1></body></html>";
-        assert_eq!(
-            engine_words(std::str::from_utf8(page).unwrap(), &Concealer::new([])).as_deref(),
-            Some("502 Bad Gateway & more")
-        );
+        let page = "<!DOCTYPE html><html><head><title>502 Bad Gateway &amp; more</title></head><body><h1>502</h1></body></html>";
+        assert_eq!(words(page).as_deref(), Some("502 Bad Gateway & more"));
     }
 
     #[test]
     fn an_html_page_without_a_title_yields_its_first_text() {
-        let page = b"<html><head><style>h1 { color: red }</style><script>var x = 1;</script></head>\n<body>\n<h1>Payment required</h1><p>Top up.</p></body></html>";
-        assert_eq!(
-            engine_words(std::str::from_utf8(page).unwrap(), &Concealer::new([])).as_deref(),
-            Some("Payment required")
-        );
+        let page = "<html><head><style>h1 { color: red }</style><script>var x = 1;</script></head>\n<body>\n<h1>Payment required</h1><p>Top up.</p></body></html>";
+        assert_eq!(words(page).as_deref(), Some("Payment required"));
     }
 
     #[test]
@@ -399,41 +376,43 @@ mod tests {
             assert_eq!(html_text(page).as_deref(), text, "{page:?}");
             // A page with no text is quoted as its first line, markup and
             // all: the engine said that, and nothing else.
-            let words = engine_words(page, &Concealer::new([]));
-            assert_eq!(words.as_deref(), Some(text.unwrap_or(page)), "{page:?}");
+            assert_eq!(
+                words(page).as_deref(),
+                Some(text.unwrap_or(page)),
+                "{page:?}"
+            );
         }
     }
 
     #[test]
     fn control_characters_become_spaces() {
-        let words = engine_words("bad\x1b[31m red", &Concealer::new([]));
-        assert_eq!(words.as_deref(), Some("bad [31m red"));
+        assert_eq!(words("bad\x1b[31m red").as_deref(), Some("bad [31m red"));
     }
 
     #[test]
     fn a_credit_code_is_found_in_the_common_shapes() {
         let c = Concealer::new([]);
-        let found = |body: &str| credit_code(body, &c);
-        assert_eq!(
-            found(r#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#).as_deref(),
-            Some("insufficient_quota")
-        );
-        assert_eq!(
-            found(r#"{"error": {"code": "billing_hard_limit_reached"}}"#).as_deref(),
-            Some("billing_hard_limit_reached")
-        );
-        assert_eq!(
-            found(r#"{"type": "https://engine.example/problems/insufficient-credit", "title": "no credit"}"#).as_deref(),
-            Some("insufficient-credit")
-        );
-        assert_eq!(
-            found(r#"{"error": "OUT_OF_CREDIT"}"#).as_deref(),
-            Some("OUT_OF_CREDIT")
-        );
-        assert_eq!(
-            found(r#"{"code": "credit_balance_too_low"}"#).as_deref(),
-            Some("credit_balance_too_low")
-        );
+        for (body, code) in [
+            (
+                r#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#,
+                "insufficient_quota",
+            ),
+            (
+                r#"{"error": {"code": "billing_hard_limit_reached"}}"#,
+                "billing_hard_limit_reached",
+            ),
+            (
+                r#"{"type": "https://engine.example/problems/insufficient-credit", "title": "no credit"}"#,
+                "insufficient-credit",
+            ),
+            (r#"{"error": "OUT_OF_CREDIT"}"#, "OUT_OF_CREDIT"),
+            (
+                r#"{"code": "credit_balance_too_low"}"#,
+                "credit_balance_too_low",
+            ),
+        ] {
+            assert_eq!(credit_code(body, &c).as_deref(), Some(code), "{body}");
+        }
     }
 
     #[test]
@@ -452,6 +431,6 @@ mod tests {
 
     #[test]
     fn an_empty_body_has_no_words() {
-        assert_eq!(engine_words("  \n \n", &Concealer::new([])), None);
+        assert_eq!(words("  \n \n"), None);
     }
 }

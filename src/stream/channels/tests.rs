@@ -17,11 +17,24 @@ fn line(content: &str) -> String {
 }
 
 /// Everything ready now, in order.
-fn drain(joined: &mut Joined<String>) -> Vec<String> {
+fn drain<T: Carrier>(joined: &mut Joined<T>) -> Vec<T> {
     let mut out = Vec::new();
     while let Some(Some(Ok(item))) = joined.out() {
         out.push(item);
     }
+    out
+}
+
+/// What comes out of `joined` for `items`, each pushed and what is ready
+/// then taken, and the rest taken at the end of the stream.
+fn through<T: Carrier>(joined: &mut Joined<T>, items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        joined.push(item).expect("within bounds");
+        out.extend(drain(joined));
+    }
+    joined.take(None).expect("within bounds");
+    out.extend(drain(joined));
     out
 }
 
@@ -95,13 +108,7 @@ fn a_token_split_across_items_is_one_marker_in_the_first_string_it_touched() {
         middle.to_owned(),
         format!("{tail}, done"),
     ];
-    let mut out = Vec::new();
-    for part in &parts {
-        joined.push(line(part)).expect("within bounds");
-        out.extend(drain(&mut joined));
-    }
-    joined.take(None).expect("within bounds");
-    out.extend(drain(&mut joined));
+    let out = through(&mut joined, parts.iter().map(|part| line(part)));
     assert_eq!(out.len(), 4, "as many items as came");
     assert_eq!(joined_content(&out), format!("key: {REDACTED}, done"));
     assert_eq!(
@@ -146,22 +153,13 @@ fn choices_told_apart_by_index_are_joined_each_on_its_own() {
         id: None,
     };
     let (head, tail) = TOKEN.split_at(12);
-    let mut out = Vec::new();
-    for event in [
+    let events = [
         chunk(0, head),
         chunk(1, "other words "),
         chunk(0, tail),
         chunk(1, "and more"),
-    ] {
-        joined.push(event).expect("within bounds");
-        while let Some(Some(Ok(event))) = joined.out() {
-            out.push(event);
-        }
-    }
-    joined.take(None).expect("within bounds");
-    while let Some(Some(Ok(event))) = joined.out() {
-        out.push(event);
-    }
+    ];
+    let out = through(&mut joined, events);
     assert_eq!(out.len(), 4);
     let content = |event: &Event| {
         let value: serde_json::Value = serde_json::from_str(event.data()).expect("JSON");
@@ -190,10 +188,7 @@ fn data_that_is_not_json_is_one_channel_joined_with_nothing_between() {
     joined
         .push(event(&format!("{tail} now")))
         .expect("within bounds");
-    let mut out = Vec::new();
-    while let Some(Some(Ok(event))) = joined.out() {
-        out.push(event);
-    }
+    let out = drain(&mut joined);
     assert_eq!(out, [event(&format!("say {REDACTED}")), event(" now")]);
 }
 
@@ -301,27 +296,19 @@ fn a_token_free_chat_stream_holds_fewer_than_one_event_in_a_hundred() {
         "mw-test-Q7vX2kP9zR4tL8wN",
     ] {
         let mut joined: Joined<Event> = Joined::new(Some(&Concealer::new([token])));
-        let mut sent = Vec::new();
-        let mut out = Vec::new();
-        for i in 0..2000 {
-            let content = serde_json::to_string(&pieces[i % pieces.len()]).expect("a string");
-            let event = Event {
-                event: None,
-                data: format!(
-                    "{{\"id\":\"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT\",\"object\":\"chat.completion.chunk\",\"created\":1741569952,\"model\":\"gpt-4o-2024-08-06\",\"system_fingerprint\":\"fp_44709d6fcb\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{content}}},\"logprobs\":null,\"finish_reason\":null}}]}}"
-                ),
-                id: None,
-            };
-            sent.push(event.clone());
-            joined.push(event).expect("within bounds");
-            while let Some(Some(Ok(event))) = joined.out() {
-                out.push(event);
-            }
-        }
-        joined.take(None).expect("within bounds");
-        while let Some(Some(Ok(event))) = joined.out() {
-            out.push(event);
-        }
+        let sent: Vec<Event> = (0..2000)
+            .map(|i| {
+                let content = serde_json::to_string(&pieces[i % pieces.len()]).expect("a string");
+                Event {
+                    event: None,
+                    data: format!(
+                        "{{\"id\":\"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT\",\"object\":\"chat.completion.chunk\",\"created\":1741569952,\"model\":\"gpt-4o-2024-08-06\",\"system_fingerprint\":\"fp_44709d6fcb\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{content}}},\"logprobs\":null,\"finish_reason\":null}}]}}"
+                    ),
+                    id: None,
+                }
+            })
+            .collect();
+        let out = through(&mut joined, sent.clone());
         assert_eq!(out, sent, "{token}: byte for byte");
         assert!(
             joined.ever_held < 20,
@@ -350,14 +337,8 @@ proptest::proptest! {
         cuts.extend([0, text.len()]);
         cuts.sort_unstable();
         cuts.dedup();
-        let mut joined = joiner();
-        let mut out = Vec::new();
-        for window in cuts.windows(2) {
-            joined.push(line(&text[window[0]..window[1]])).expect("within bounds");
-            out.extend(drain(&mut joined));
-        }
-        joined.take(None).expect("within bounds");
-        out.extend(drain(&mut joined));
+        let lines = cuts.windows(2).map(|window| line(&text[window[0]..window[1]]));
+        let out = through(&mut joiner(), lines);
         proptest::prop_assert_eq!(out.len(), cuts.len() - 1);
         let content = joined_content(&out);
         proptest::prop_assert!(!content.contains(TOKEN), "{content:?}");
