@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::engines::{engine, engine_expecting};
 use crate::support::raw_http::read_request;
 use crate::support::{GUARD, SCOPE, TOKEN, builder_for, env};
 
@@ -336,12 +337,11 @@ async fn a_hostile_figure_from_the_wire_is_none_and_the_send_is_still_an_answer(
         ),
     ];
     for (body, input, output) in hostile {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "application/json"))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = engine_expecting(
+            1,
+            ResponseTemplate::new(200).set_body_raw(body, "application/json"),
+        )
+        .await;
         let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
         let answer = send(&transport).await;
         assert_eq!(answer.text(), body, "the answer is as sent");
@@ -548,12 +548,7 @@ async fn probe(address: &str, args: &[&str]) -> (i32, String) {
 }
 
 async fn engine_of(body: &'static str, content_type: &'static str) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(body, content_type))
-        .mount(&server)
-        .await;
-    server
+    engine(ResponseTemplate::new(200).set_body_raw(body, content_type)).await
 }
 
 #[tokio::test]
