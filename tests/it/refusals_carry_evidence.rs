@@ -9,18 +9,14 @@ use serde_json::Value;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+use crate::support::engines::engine_expecting;
 use crate::support::forms::{assert_refusal_clean, assert_refusal_echo_redacted, concealed, forms};
 use crate::support::{SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
 
 /// The refusal of one send to an engine answering with `template`; the
 /// engine expects exactly that one request.
 async fn refusal_for(template: ResponseTemplate) -> Refusal {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(template)
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = engine_expecting(1, template).await;
     let refusal = transport_for(&server.uri(), SCOPE)
         .send("{}")
         .await

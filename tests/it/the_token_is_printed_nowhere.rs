@@ -13,6 +13,7 @@ use meterwire::{Cause, Env, HttpTransport};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+use crate::support::engines::engine;
 use crate::support::forms::{
     assert_no_form, assert_refusal_clean, assert_refusal_echo_redacted, concealed, forms,
 };
@@ -273,13 +274,9 @@ fn nothing_built_from_the_token_prints_it() {
 #[tokio::test]
 async fn a_credential_named_variable_echoed_by_the_engine_is_concealed() {
     const OTHER: &str = "db-password-0123456789";
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(500).set_body_string(format!("connect failed: {OTHER}")),
-        )
-        .mount(&server)
-        .await;
+    let server =
+        engine(ResponseTemplate::new(500).set_body_string(format!("connect failed: {OTHER}")))
+            .await;
     let transport = HttpTransport::builder("leaks")
         .env(Env::from_pairs([
             ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
