@@ -11,9 +11,9 @@
 mod support;
 
 use meterwire::{Env, HttpTransport};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
+use support::engines::{any_request, engine_with};
 use support::{GUARD, TOKEN};
 
 const PROXY_VARIABLES: [&str; 6] = [
@@ -57,18 +57,16 @@ fn only_a_proxy_the_caller_configures_is_ever_used() {
         .expect("a runtime");
     runtime.block_on(async move {
         let proxy = MockServer::builder().listener(proxy_listener).start().await;
-        Mock::given(any())
+        any_request()
             .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"proxy"}"#))
             .mount(&proxy)
             .await;
         // The control below reaches the proxy, not the engine, so the one
         // request the engine expects is the transport's first send.
-        let engine = MockServer::start().await;
-        Mock::given(any())
+        let engine = engine_with([any_request()
             .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"engine"}"#))
-            .expect(1)
-            .mount(&engine)
-            .await;
+            .expect(1)])
+        .await;
         let env = Env::from_pairs([
             ("CHANT_BEHAVIOUR_ENGINE", format!("{}/v1", engine.uri())),
             ("CHANT_BEHAVIOUR_TOKEN", TOKEN.to_owned()),
@@ -92,7 +90,7 @@ fn only_a_proxy_the_caller_configures_is_ever_used() {
         proxy.reset().await;
         // From here on the proxy expects exactly the send made through it
         // explicitly; none through the ambient variables.
-        Mock::given(any())
+        any_request()
             .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"proxy"}"#))
             .expect(1)
             .mount(&proxy)

@@ -24,6 +24,7 @@ use tracing_subscriber::registry::LookupSpan;
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use support::engines::{engine, engine_with, posts};
 use support::forms::{assert_no_form, forms};
 use support::{TOKEN, builder_for};
 
@@ -199,21 +200,17 @@ async fn no_span_or_event_shows_the_token_the_body_or_the_answer() {
 async fn a_send_is_a_span_with_its_fields_attempt_events_and_a_refusal_event() {
     capture();
     let scope = "trace-fields";
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(body_string_contains("ok"))
-        .respond_with(ResponseTemplate::new(200).insert_header("x-request-id", "r-200"))
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(body_string_contains("later"))
-        .respond_with(
+    let server = engine_with([
+        posts()
+            .and(body_string_contains("ok"))
+            .respond_with(ResponseTemplate::new(200).insert_header("x-request-id", "r-200")),
+        posts().and(body_string_contains("later")).respond_with(
             ResponseTemplate::new(429)
                 .insert_header("retry-after", "30")
                 .insert_header("x-request-id", "r-429"),
-        )
-        .mount(&server)
-        .await;
+        ),
+    ])
+    .await;
     let transport = builder_for(&server.uri(), scope).build().expect("builds");
     transport.send("ok").await.expect("answered");
     transport.send("later").await.expect_err("429");
@@ -253,14 +250,10 @@ async fn a_send_is_a_span_with_its_fields_attempt_events_and_a_refusal_event() {
 async fn a_stream_keeps_its_span_open_and_records_events_bytes_and_first_byte() {
     capture();
     let scope = "trace-stream";
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw("data: one\n\ndata: two\n\n", "text/event-stream"),
-        )
-        .mount(&server)
-        .await;
+    let server = engine(
+        ResponseTemplate::new(200).set_body_raw("data: one\n\ndata: two\n\n", "text/event-stream"),
+    )
+    .await;
     let transport = builder_for(&server.uri(), scope).build().expect("builds");
     let mut stream = transport.stream("{}").await.expect("a stream");
     let before_the_end = lines(scope).join("\n");
@@ -292,11 +285,7 @@ async fn a_failed_token_file_read_is_a_warning_naming_the_path_never_the_content
     std::fs::create_dir_all(&dir).expect("a temp directory");
     let file = dir.join("token");
     std::fs::write(&file, TOKEN).expect("write");
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .mount(&server)
-        .await;
+    let server = engine(ResponseTemplate::new(200).set_body_string("{}")).await;
     let transport = builder_for(&server.uri(), scope)
         .token_file(&file)
         .token_file_interval(std::time::Duration::ZERO)

@@ -4,9 +4,10 @@
 //! driving a runtime is refused, never panics.
 
 use meterwire::{Cause, Env, blocking};
-use wiremock::matchers::{header, method};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::matchers::header;
+use wiremock::{MockServer, ResponseTemplate};
 
+use crate::support::engines::{self, engine_with, posts};
 use crate::support::{SCOPE, TOKEN, assert_refusal_shape};
 
 fn engine() -> (tokio::runtime::Runtime, MockServer) {
@@ -15,15 +16,9 @@ fn engine() -> (tokio::runtime::Runtime, MockServer) {
         .enable_all()
         .build()
         .expect("a runtime for the engine");
-    let server = runtime.block_on(async {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(header("x-trace", "t-1"))
-            .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"ok":true}"#))
-            .mount(&server)
-            .await;
-        server
-    });
+    let server = runtime.block_on(engine_with([posts()
+        .and(header("x-trace", "t-1"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"ok":true}"#))]));
     (runtime, server)
 }
 
@@ -87,14 +82,9 @@ fn answering(content_type: &str, body: &str) -> (tokio::runtime::Runtime, MockSe
         .enable_all()
         .build()
         .expect("a runtime for the engine");
-    let server = runtime.block_on(async {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(body.to_owned(), content_type))
-            .mount(&server)
-            .await;
-        server
-    });
+    let server = runtime.block_on(engines::engine(
+        ResponseTemplate::new(200).set_body_raw(body.to_owned(), content_type),
+    ));
     (runtime, server)
 }
 

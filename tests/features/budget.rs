@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use meterwire::{HttpTransport, RetryPolicy};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 use crate::fleet::ONE_FLEET_AT_A_TIME;
+use crate::support::engines::{any_request, engine_with};
 use crate::support::redis::Redis;
 use crate::support::{SCOPE, TOKEN, builder_for};
 
@@ -179,15 +179,11 @@ fn rfc3339(since: Duration) -> String {
 }
 
 async fn engine(dialect: Dialect) -> (MockServer, Account) {
-    let server = MockServer::start().await;
     let account = Account {
         dialect,
         log: Arc::new(Mutex::new(Vec::new())),
     };
-    Mock::given(any())
-        .respond_with(account.clone())
-        .mount(&server)
-        .await;
+    let server = engine_with([any_request().respond_with(account.clone())]).await;
     (server, account)
 }
 
@@ -452,7 +448,7 @@ async fn hostile_fields_in_every_dialect_hold_no_longer_than_the_ceiling_and_sen
         let count = Arc::new(AtomicU64::new(0));
         let replies = hostile(dialect);
         let rounds = replies.len() * 2;
-        Mock::given(any())
+        any_request()
             .respond_with(Hostile {
                 replies,
                 count: count.clone(),

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use meterwire::{BuildError, Cause, HttpTransport};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
+use crate::support::engines::{any_request, engine_with};
 use crate::support::forms::forms;
 use crate::support::redis::{Redis, Silent, dead_port};
 use crate::support::{SCOPE, TOKEN, assert_refusal_shape, builder_for};
@@ -86,12 +86,8 @@ impl Respond for Account {
 }
 
 async fn engine() -> (MockServer, Account) {
-    let server = MockServer::start().await;
     let account = Account::new();
-    Mock::given(any())
-        .respond_with(account.clone())
-        .mount(&server)
-        .await;
+    let server = engine_with([any_request().respond_with(account.clone())]).await;
     (server, account)
 }
 
@@ -164,17 +160,14 @@ fn assert_one_per_window_and_a_race(alone: &[u32], together: &[u32]) {
 /// An engine whose account is spent for 30 s, saying `body`, that expects
 /// `requests` requests.
 async fn spent(body: &str, requests: u64) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(any())
+    engine_with([any_request()
         .respond_with(
             ResponseTemplate::new(429)
                 .insert_header("retry-after", "30")
                 .set_body_string(body.to_owned()),
         )
-        .expect(requests)
-        .mount(&server)
-        .await;
-    server
+        .expect(requests)])
+    .await
 }
 
 #[tokio::test]
@@ -306,12 +299,10 @@ async fn the_keys_hold_nothing_of_the_token_in_any_form() {
 /// in a Redis that is down or hangs: every send answered, none slower than
 /// the wait and a margin, and the engine asked once per send.
 async fn sends_beside(redis_url: &str) -> Vec<Duration> {
-    let server = MockServer::start().await;
-    Mock::given(any())
+    let server = engine_with([any_request()
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .expect(20)
-        .mount(&server)
-        .await;
+        .expect(20)])
+    .await;
     let transport = builder_for(&server.uri(), SCOPE)
         .shared_hold(redis_url)
         .shared_hold_wait(Duration::from_millis(50))
@@ -384,11 +375,9 @@ async fn a_shared_hold_that_cannot_be_used_fails_the_build_naming_what_to_fix() 
 async fn an_engine_that_echoes_the_redis_password_has_it_concealed() {
     let password = "redis-pass-Zq81Lm0Xv4";
     let redis = Redis::with_password(password);
-    let server = MockServer::start().await;
-    Mock::given(any())
-        .respond_with(ResponseTemplate::new(200).set_body_string(format!("saw {password}")))
-        .mount(&server)
-        .await;
+    let server = engine_with([any_request()
+        .respond_with(ResponseTemplate::new(200).set_body_string(format!("saw {password}")))])
+    .await;
     let transport = builder_for(&server.uri(), SCOPE)
         .shared_hold(redis.url())
         .build()

@@ -10,9 +10,9 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use meterwire::{BuildError, Cause, HttpTransport, HttpTransportBuilder};
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::ResponseTemplate;
 
+use crate::support::engines::{any_request, engine_with};
 use crate::support::forms::forms;
 use crate::support::redis::Redis;
 use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, builder_for, env};
@@ -186,16 +186,14 @@ fn unquote(line: &[u8]) -> Vec<Vec<u8>> {
 async fn redis_receives_nothing_of_the_token_in_any_command_whatever_the_scope() {
     let redis = Redis::start();
     let monitor = Monitor::start(&redis);
-    let server = MockServer::start().await;
-    Mock::given(any())
+    let server = engine_with([any_request()
         .respond_with(
             ResponseTemplate::new(429)
                 .insert_header("retry-after", "30")
                 .set_body_string(format!("token {TOKEN} is over its quota")),
         )
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     let build = || {
         builder_for(&server.uri(), SCOPE)
             .shared_hold(redis.url())

@@ -8,10 +8,11 @@
 //! transport holds before it sends anything.
 
 use meterwire::{BuildError, Cause, Env, HttpTransport, Naming};
-use wiremock::matchers::{header, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::matchers::{header, path};
+use wiremock::{MockServer, ResponseTemplate};
 
 use crate::support::TOKEN;
+use crate::support::engines::{self, engine_with, posts};
 
 /// The address chain of the default naming for the scope `acme`, in order.
 const ADDRESS_CHAIN: [&str; 3] = [
@@ -42,27 +43,18 @@ fn transport_with(scope: &str, pairs: &[(&str, &str)]) -> HttpTransport {
 /// of them: the engine whose variable won receives the one send, the others
 /// nothing, and the refusal names the winner.
 async fn engine_expecting(requests: u64) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503))
-        .expect(requests)
-        .mount(&server)
-        .await;
-    server
+    engines::engine_expecting(requests, ResponseTemplate::new(503)).await
 }
 
 /// An engine rejecting with a 401 the one request that carries `token`: the
 /// refusal names the token variable that won. A request with another token
 /// matches no mock, so it gets wiremock's 404 and the expectation fails.
 async fn engine_rejecting(token: &str) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    engine_with([posts()
         .and(header("authorization", format!("Bearer {token}").as_str()))
         .respond_with(ResponseTemplate::new(401))
-        .expect(1)
-        .mount(&server)
-        .await;
-    server
+        .expect(1)])
+    .await
 }
 
 /// Sends once and returns the variable the refusal traces back to.
@@ -263,13 +255,11 @@ fn a_chain_of_only_blank_variables_resolves_nothing() {
 /// padded with whitespace still names its engine.
 #[tokio::test]
 async fn an_address_value_is_trimmed() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
+    let engine = engine_with([posts()
         .and(path("/v1"))
         .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"ok":true}"#))
-        .expect(1)
-        .mount(&engine)
-        .await;
+        .expect(1)])
+    .await;
     let padded = format!("  {}/v1 \n", engine.uri());
     let transport = transport_with(
         "acme",
@@ -291,13 +281,11 @@ async fn an_address_value_is_trimmed() {
 /// where it matters: the header the engine receives.
 #[tokio::test]
 async fn a_token_value_is_trimmed_before_it_is_sent() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
+    let engine = engine_with([posts()
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
         .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"ok":true}"#))
-        .expect(1)
-        .mount(&engine)
-        .await;
+        .expect(1)])
+    .await;
     let transport = HttpTransport::builder("acme")
         .env(Env::from_pairs([
             ("CHANT_BEHAVIOUR_ENGINE", engine.uri()),

@@ -11,16 +11,12 @@ use meterwire::{Cause, Env, HttpTransport, REDACTED, Refusal};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::engines::engine_expecting;
 use crate::support::forms::wrap;
 use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR};
 
 async fn refusal_with(token: &str, response: ResponseTemplate) -> Refusal {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(response)
-        .expect(1)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(1, response).await;
     let transport = HttpTransport::builder(SCOPE)
         .env(Env::from_pairs([
             (ADDRESS_VAR, engine.uri().as_str()),

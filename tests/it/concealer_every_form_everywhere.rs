@@ -12,9 +12,9 @@ use std::sync::Arc;
 use meterwire::{HttpTransport, REDACTED, Refusal, RetryPolicy};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
+use crate::support::engines;
 use crate::support::forms::{assert_none_of, every_form, placed};
 use crate::support::raw_http::{body_of, read_request};
 use crate::support::{ADDRESS_VAR, GUARD, SCOPE, TOKEN_VAR, env};
@@ -52,28 +52,24 @@ fn asked(body: &[u8]) -> usize {
 /// An engine that writes case `n`'s text where `place` says, for a request
 /// whose body is `n`.
 async fn engine(cases: Arc<Vec<Case>>, place: &'static str) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(move |request: &Request| {
-            let text = cases
-                .get(asked(&request.body))
-                .map(|case| case.text.clone())
-                .unwrap_or_default();
-            match place {
-                "answer" => ResponseTemplate::new(200).set_body_string(text),
-                "error body" => ResponseTemplate::new(400).set_body_string(text),
-                "header" => ResponseTemplate::new(200)
-                    .insert_header("x-echo", text.as_str())
-                    .insert_header("x-request-id", text.as_str())
-                    .set_body_string("ok"),
-                _ => ResponseTemplate::new(400).set_body_json(serde_json::json!({
-                    "error": { "message": text }
-                })),
-            }
-        })
-        .mount(&server)
-        .await;
-    server
+    engines::engine(move |request: &Request| {
+        let text = cases
+            .get(asked(&request.body))
+            .map(|case| case.text.clone())
+            .unwrap_or_default();
+        match place {
+            "answer" => ResponseTemplate::new(200).set_body_string(text),
+            "error body" => ResponseTemplate::new(400).set_body_string(text),
+            "header" => ResponseTemplate::new(200)
+                .insert_header("x-echo", text.as_str())
+                .insert_header("x-request-id", text.as_str())
+                .set_body_string("ok"),
+            _ => ResponseTemplate::new(400).set_body_json(serde_json::json!({
+                "error": { "message": text }
+            })),
+        }
+    })
+    .await
 }
 
 /// A transport for `address` that sends each request once.
@@ -272,12 +268,8 @@ async fn no_form_survives_in_a_stream_cut_at_every_byte() {
 #[tokio::test]
 async fn an_error_head_cut_at_its_bound_keeps_the_engine_s_words() {
     let body = format!("<html>down for maintenance\n{}", "z".repeat(100 * 1024));
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503).set_body_string(body))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server =
+        engines::engine_expecting(1, ResponseTemplate::new(503).set_body_string(body)).await;
     let refusal = transport(&server.uri())
         .send("{}")
         .await

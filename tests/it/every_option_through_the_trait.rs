@@ -11,9 +11,10 @@ use meterwire::{
     Answer, Bytes, Cause, Env, HttpTransport, Naming, NamingError, Refusal, Report, Request,
     RetryPolicy, Transport,
 };
-use wiremock::matchers::{body_string, header, method};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::ResponseTemplate;
+use wiremock::matchers::{body_string, header};
 
+use crate::support::engines::{engine, engine_expecting, engine_with, posts};
 use crate::support::{SCOPE, TOKEN, assert_refusal_shape, builder_for, transport_for};
 
 /// A fake that answers every request and keeps what it was given.
@@ -99,15 +100,13 @@ async fn a_fake_that_writes_send_alone_still_works_through_execute() {
 
 #[tokio::test]
 async fn the_real_transport_sends_every_option_given_through_the_trait() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = engine_with([posts()
         .and(header("x-trace", "t-1"))
         .and(header("idempotency-key", "\"order-7\""))
         .and(body_string(r#"{"prompt":"the cat"}"#))
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     #[derive(serde::Serialize)]
     struct Question<'a> {
         prompt: &'a str,
@@ -123,12 +122,11 @@ async fn the_real_transport_sends_every_option_given_through_the_trait() {
 
 #[tokio::test]
 async fn a_deadline_given_through_the_trait_is_the_sends_deadline() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = engine_expecting(
+        1,
+        ResponseTemplate::new(200).set_delay(Duration::from_secs(3)),
+    )
+    .await;
     let shared: Arc<dyn Transport> = Arc::new(transport_for(&server.uri(), SCOPE));
     let refusal = shared
         .execute(Request::new("{}").deadline(Duration::from_millis(200)))
@@ -143,14 +141,12 @@ async fn a_deadline_given_through_the_trait_is_the_sends_deadline() {
 
 #[tokio::test]
 async fn call_json_replaces_the_body_and_keeps_the_options() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = engine_with([posts()
         .and(body_string(r#"{"prompt":"json"}"#))
         .and(header("idempotency-key", "\"k-1\""))
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     transport_for(&server.uri(), SCOPE)
         .call("replaced")
         .idempotency_key("k-1")
@@ -162,19 +158,16 @@ async fn call_json_replaces_the_body_and_keeps_the_options() {
 
 #[tokio::test]
 async fn an_answer_carries_its_headers_concealed_and_no_credential() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_string("{}")
-                .insert_header("x-model", "small-2025")
-                .insert_header("x-echo", format!("you sent {TOKEN}").as_str())
-                .insert_header("set-cookie", "session=abc123; HttpOnly")
-                .insert_header("x-auth-token", "issued-to-you"),
-        )
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = engine_expecting(
+        1,
+        ResponseTemplate::new(200)
+            .set_body_string("{}")
+            .insert_header("x-model", "small-2025")
+            .insert_header("x-echo", format!("you sent {TOKEN}").as_str())
+            .insert_header("set-cookie", "session=abc123; HttpOnly")
+            .insert_header("x-auth-token", "issued-to-you"),
+    )
+    .await;
     let answer = transport_for(&server.uri(), SCOPE)
         .send("{}")
         .await
@@ -208,12 +201,11 @@ fn causes_are_ordered_and_hashable() {
 
 #[tokio::test]
 async fn the_report_names_the_engine_and_the_key_and_rounds_its_numbers() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503).insert_header("retry-after-ms", "1234.5678"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = engine_expecting(
+        1,
+        ResponseTemplate::new(503).insert_header("retry-after-ms", "1234.5678"),
+    )
+    .await;
     let refusal = builder_for(&server.uri(), SCOPE)
         .retries(RetryPolicy::new().max_attempts(1))
         .build()
@@ -236,11 +228,7 @@ async fn the_report_names_the_engine_and_the_key_and_rounds_its_numbers() {
 
 #[tokio::test]
 async fn the_meter_carries_no_float_noise() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .mount(&server)
-        .await;
+    let server = engine(ResponseTemplate::new(200).set_body_string("{}")).await;
     let transport = transport_for(&server.uri(), SCOPE);
     for _ in 0..5 {
         transport.send("{}").await.expect("answered");
@@ -259,13 +247,11 @@ async fn the_meter_carries_no_float_noise() {
 
 #[tokio::test]
 async fn a_vendors_own_variables_name_the_chains() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = engine_with([posts()
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     let naming = Naming::from_variables(["OPENAI_BASE_URL"], ["OPENAI_API_KEY"]).expect("a naming");
     let transport = HttpTransport::builder(SCOPE)
         .naming(naming.clone())

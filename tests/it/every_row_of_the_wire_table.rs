@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use meterwire::{Answer, Cause, Env, HttpTransport, Refusal, Report};
 use serde_json::Value;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::matchers::path;
+use wiremock::{MockServer, ResponseTemplate};
 
+use crate::support::engines::{engine_with, posts};
 use crate::support::{
     ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, builder_for, transport_for,
 };
@@ -22,14 +23,7 @@ const BODY: &str = r#"{"question":"next word?"}"#;
 /// expecting exactly one: every test here sends once, and one send is one
 /// request.
 async fn engine(template: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .respond_with(template)
-        .expect(1)
-        .mount(&server)
-        .await;
-    server
+    engine_with([posts().and(path(PATH)).respond_with(template).expect(1)]).await
 }
 
 fn address_of(server: &MockServer) -> String {

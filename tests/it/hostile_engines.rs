@@ -10,25 +10,14 @@ use std::time::Duration;
 use meterwire::{BuildError, Cause, HttpTransport, Refusal, Report};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::ResponseTemplate;
 
+use crate::support::engines::engine_expecting;
 use crate::support::raw_http::answering;
 use crate::support::{GUARD, SCOPE, TOKEN, assert_refusal_shape, builder_for, transport_for};
 
 /// Far more seconds than any clock holds: `Instant + Duration` panics on it.
 const HUGE: &str = "99999999999999999999999999999999999";
-
-/// An engine that answers `response` to exactly `expected` requests.
-async fn engine(response: ResponseTemplate, expected: u64) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(response)
-        .expect(expected)
-        .mount(&server)
-        .await;
-    server
-}
 
 async fn refused(transport: &HttpTransport) -> Refusal {
     tokio::time::timeout(GUARD, transport.send("{}"))
@@ -49,9 +38,9 @@ fn assert_round_trips(refusal: &Refusal) {
 
 #[tokio::test]
 async fn a_retry_after_too_long_for_any_clock_is_a_refusal_then_a_capped_hold() {
-    let server = engine(
-        ResponseTemplate::new(429).insert_header("retry-after", HUGE),
+    let server = engine_expecting(
         1,
+        ResponseTemplate::new(429).insert_header("retry-after", HUGE),
     )
     .await;
     let transport = transport_for(&server.uri(), SCOPE);
@@ -93,7 +82,7 @@ async fn rate_limit_fields_too_long_for_any_clock_hold_for_the_ceiling() {
         for (name, value) in &headers {
             answer = answer.insert_header(*name, value.as_str());
         }
-        let server = engine(answer, 1).await;
+        let server = engine_expecting(1, answer).await;
         let transport = builder_for(&server.uri(), SCOPE)
             .max_hold(Duration::from_secs(60))
             .build()
@@ -116,7 +105,7 @@ async fn rate_limit_fields_too_long_for_any_clock_hold_for_the_ceiling() {
 
 #[tokio::test]
 async fn a_deadline_too_long_for_any_clock_still_sends() {
-    let server = engine(ResponseTemplate::new(200).set_body_string("{}"), 2).await;
+    let server = engine_expecting(2, ResponseTemplate::new(200).set_body_string("{}")).await;
     let transport = builder_for(&server.uri(), SCOPE)
         .deadline(Duration::MAX)
         .latch(Duration::MAX)
@@ -137,14 +126,14 @@ async fn a_deadline_too_long_for_any_clock_still_sends() {
 #[tokio::test]
 async fn a_429_with_only_rate_limit_fields_holds_for_their_reset() {
     // OpenAI's usual 429: no retry-after, the reset in its own header.
-    let server = engine(
+    let server = engine_expecting(
+        1,
         ResponseTemplate::new(429)
             .insert_header("x-ratelimit-remaining-requests", "0")
             .insert_header("x-ratelimit-reset-requests", "6m0s")
             .set_body_string(
                 r#"{"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}"#,
             ),
-        1,
     )
     .await;
     let transport = transport_for(&server.uri(), SCOPE);
@@ -167,7 +156,7 @@ async fn a_429_with_only_rate_limit_fields_holds_for_their_reset() {
 
 #[tokio::test]
 async fn a_latched_refusal_names_its_subject_once() {
-    let server = engine(ResponseTemplate::new(401), 1).await;
+    let server = engine_expecting(1, ResponseTemplate::new(401)).await;
     let transport = builder_for(&server.uri(), SCOPE)
         .latch(Duration::from_secs(60))
         .build()
@@ -191,11 +180,11 @@ async fn a_latched_refusal_names_its_subject_once() {
 
 #[tokio::test]
 async fn the_reason_quotes_the_retry_header_whose_value_was_used() {
-    let server = engine(
+    let server = engine_expecting(
+        1,
         ResponseTemplate::new(429)
             .insert_header("retry-after", "1")
             .insert_header("retry-after-ms", "250"),
-        1,
     )
     .await;
     let refusal = refused(&transport_for(&server.uri(), SCOPE)).await;
@@ -229,7 +218,7 @@ async fn a_string_error_is_quoted_with_the_sentence_beside_it() {
             "the engine said: \"Unexpected token } in JSON at position 12 (SyntaxError)\"",
         ),
     ] {
-        let server = engine(ResponseTemplate::new(status).set_body_string(body), 1).await;
+        let server = engine_expecting(1, ResponseTemplate::new(status).set_body_string(body)).await;
         let refusal = refused(&transport_for(&server.uri(), SCOPE)).await;
         assert!(refusal.reason().contains(words), "{}", refusal.reason());
     }
@@ -241,7 +230,7 @@ async fn a_408_or_425_says_the_engine_waited_or_was_asked_too_early() {
         (408, "timed out waiting for the request"),
         (425, "sent this early"),
     ] {
-        let server = engine(ResponseTemplate::new(status), 1).await;
+        let server = engine_expecting(1, ResponseTemplate::new(status)).await;
         let refusal = refused(&transport_for(&server.uri(), SCOPE)).await;
         assert!(refusal.reason().contains(says), "{}", refusal.reason());
         assert!(
@@ -357,7 +346,7 @@ fn assert_names_the_proxy(refusal: &Refusal, proxy: &str, says: &str) {
 
 #[tokio::test]
 async fn a_proxy_that_is_down_is_named_whatever_its_kind() {
-    let engine = engine(ResponseTemplate::new(200), 0).await;
+    let engine = engine_expecting(0, ResponseTemplate::new(200)).await;
     // A SOCKS connector keeps the socket's error to itself: all it says is
     // that the proxy could not be reached.
     for (scheme, says) in [
@@ -436,9 +425,9 @@ async fn socks5_proxy(connections: usize) -> String {
 
 #[tokio::test]
 async fn a_socks5_proxy_carries_the_request() {
-    let server = engine(
-        ResponseTemplate::new(200).set_body_string("{\"via\":\"socks\"}"),
+    let server = engine_expecting(
         1,
+        ResponseTemplate::new(200).set_body_string("{\"via\":\"socks\"}"),
     )
     .await;
     let proxy = socks5_proxy(1).await;
@@ -619,7 +608,7 @@ async fn the_deadline_covers_the_concealment_of_the_answer() {
     // work, and the deadline covers it, piece by piece.
     let token = "ab".repeat(4000);
     let echo = token.repeat(512);
-    let server = engine(ResponseTemplate::new(200).set_body_string(echo), 1).await;
+    let server = engine_expecting(1, ResponseTemplate::new(200).set_body_string(echo)).await;
     let transport = HttpTransport::builder(SCOPE)
         .env(meterwire::Env::from_pairs([
             ("CHANT_BEHAVIOUR_ENGINE", server.uri()),
@@ -655,12 +644,7 @@ async fn the_deadline_covers_the_concealment_of_the_answer() {
 async fn an_error_head_cut_inside_a_wrapped_token_keeps_no_part_of_it() {
     let (first, second) = TOKEN.split_at(12);
     let body = format!("rejected {first}\n{second}{}", "z".repeat(100 * 1024));
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(401).set_body_string(body))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = engine_expecting(1, ResponseTemplate::new(401).set_body_string(body)).await;
     let refusal = refused(&transport_for(&server.uri(), SCOPE)).await;
     assert_eq!(refusal.cause(), Cause::NoEngine);
     let report = refusal.report().to_json();

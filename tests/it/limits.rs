@@ -6,25 +6,15 @@
 use std::time::{Duration, Instant};
 
 use meterwire::{Cause, RetryPolicy};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
+use crate::support::engines::{self, engine_with, first_then};
 use crate::support::{ADDRESS_VAR, SCOPE, assert_refusal_shape, builder_for};
 
+/// An engine that answers `first` to the first request and `then` to
+/// every later one.
 async fn engine(first: ResponseTemplate, then: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(first)
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(then)
-        .with_priority(2)
-        .mount(&server)
-        .await;
-    server
+    engine_with(first_then(first, 1, then)).await
 }
 
 async fn count(server: &MockServer) -> usize {
@@ -150,12 +140,7 @@ async fn respect_limits_false_sends_through_a_window() {
 
 #[tokio::test]
 async fn a_hold_does_not_serialize_sends_that_are_not_held() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ok().set_delay(Duration::from_millis(300)))
-        .expect(16)
-        .mount(&server)
-        .await;
+    let server = engines::engine_expecting(16, ok().set_delay(Duration::from_millis(300))).await;
     let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
     let started = Instant::now();
     let sends: Vec<_> = (0..16)
@@ -212,23 +197,19 @@ async fn the_latch_repeats_a_402_or_401_without_sending() {
 /// requests window (its limit 10, or `remaining` when more) is left until
 /// `reset`, in OpenAI's fields.
 async fn telling(remaining: u64, reset: &str, requests: u64) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ok().insert_header(
-                "x-ratelimit-limit-requests",
-                remaining.max(10).to_string().as_str(),
-            )
-            .insert_header(
-                "x-ratelimit-remaining-requests",
-                remaining.to_string().as_str(),
-            )
-            .insert_header("x-ratelimit-reset-requests", reset),
+    engines::engine_expecting(
+        requests,
+        ok().insert_header(
+            "x-ratelimit-limit-requests",
+            remaining.max(10).to_string().as_str(),
         )
-        .expect(requests)
-        .mount(&server)
-        .await;
-    server
+        .insert_header(
+            "x-ratelimit-remaining-requests",
+            remaining.to_string().as_str(),
+        )
+        .insert_header("x-ratelimit-reset-requests", reset),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -279,13 +260,7 @@ async fn with_a_retry_policy_a_send_waits_for_the_reset_then_goes() {
 #[tokio::test]
 async fn a_budget_with_room_delays_nothing_and_no_fields_cost_nothing() {
     for server in [telling(10_000, "1m", 40).await, {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ok())
-            .expect(40)
-            .mount(&server)
-            .await;
-        server
+        engines::engine_expecting(40, ok()).await
     }] {
         let transport = builder_for(&server.uri(), SCOPE)
             .retries(RetryPolicy::new())

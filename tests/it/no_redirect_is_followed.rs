@@ -4,9 +4,10 @@
 //! refusal quotes neither the location's query nor the token.
 
 use meterwire::{Cause, Env, HttpTransport, Refusal};
-use wiremock::matchers::{any, method, path};
+use wiremock::matchers::path;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::engines::{any_request, engine_expecting, engine_with, posts};
 use crate::support::{GUARD, TOKEN};
 
 /// A second secret in the location, which the concealer does not know: only
@@ -28,22 +29,19 @@ fn transport(engine: &MockServer) -> HttpTransport {
 /// request, which it checks when it drops; the wire table's row for `3xx`
 /// tells this story too.
 pub(crate) async fn redirected_by(status: u16) -> (Refusal, MockServer) {
-    let elsewhere = MockServer::start().await;
-    Mock::given(any())
+    let elsewhere = engine_with([any_request()
         .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"elsewhere"}"#))
-        .expect(0)
-        .mount(&elsewhere)
-        .await;
+        .expect(0)])
+    .await;
     let location = format!(
         "http://localhost:{}/collect?t={TOKEN}&{SIGNATURE}",
         elsewhere.address().port()
     );
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(status).insert_header("location", location.as_str()))
-        .expect(1)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(
+        1,
+        ResponseTemplate::new(status).insert_header("location", location.as_str()),
+    )
+    .await;
 
     let refusal = tokio::time::timeout(GUARD, transport(&engine).send("{}"))
         .await
@@ -114,20 +112,19 @@ async fn a_308_is_not_followed() {
 
 #[tokio::test]
 async fn a_redirect_to_a_path_on_the_same_engine_is_not_followed_either() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1"))
-        .respond_with(
-            ResponseTemplate::new(307).insert_header("location", format!("/v2?t={TOKEN}").as_str()),
-        )
-        .expect(1)
-        .mount(&engine)
-        .await;
-    Mock::given(path("/v2"))
-        .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"v2"}"#))
-        .expect(0)
-        .mount(&engine)
-        .await;
+    let engine = engine_with([
+        posts()
+            .and(path("/v1"))
+            .respond_with(
+                ResponseTemplate::new(307)
+                    .insert_header("location", format!("/v2?t={TOKEN}").as_str()),
+            )
+            .expect(1),
+        Mock::given(path("/v2"))
+            .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"from":"v2"}"#))
+            .expect(0),
+    ])
+    .await;
 
     let refusal = tokio::time::timeout(GUARD, transport(&engine).send("{}"))
         .await

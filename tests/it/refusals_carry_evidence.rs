@@ -6,21 +6,16 @@ use std::time::{Duration, SystemTime};
 
 use meterwire::{Cause, Refusal};
 use serde_json::Value;
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
+use crate::support::engines::{engine, engine_expecting};
 use crate::support::forms::{assert_refusal_clean, assert_refusal_echo_redacted, concealed, forms};
 use crate::support::{SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
 
 /// The refusal of one send to an engine answering with `template`; the
 /// engine expects exactly that one request.
 async fn refusal_for(template: ResponseTemplate) -> Refusal {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(template)
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = engine_expecting(1, template).await;
     let refusal = transport_for(&server.uri(), SCOPE)
         .send("{}")
         .await
@@ -300,40 +295,36 @@ async fn a_rejection_without_a_challenge_says_no_more_than_rejected() {
 /// An engine that echoes the form of the token named by the request body
 /// into every field a refusal now quotes.
 async fn echoing_engine() -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|request: &Request| {
-            let ask: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-            let status = ask["status"].as_u64().unwrap_or(500) as u16;
-            let index = ask["form"].as_u64().unwrap_or(0) as usize;
-            let form = forms(TOKEN)
-                .into_iter()
-                .nth(index)
-                .map(|(_, f)| f)
-                .unwrap_or_default();
-            let body = match ask["shape"].as_str() {
-                Some("problem") => serde_json::json!({ "title": form, "detail": form }).to_string(),
-                Some("html") => format!("<html><head><title>{form}</title></head></html>"),
-                _ => serde_json::json!({ "error": form }).to_string(),
-            };
-            ResponseTemplate::new(status)
-                .insert_header("retry-after", form.as_str())
-                .insert_header("cf-ray", form.as_str())
-                .insert_header("request-id", form.as_str())
-                .insert_header(
-                    "www-authenticate",
-                    format!(
-                        r#"Bearer error="insufficient_scope", scope="{}", error_description="{}""#,
-                        form.replace('\\', "\\\\").replace('"', "\\\""),
-                        form.replace('\\', "\\\\").replace('"', "\\\"")
-                    )
-                    .as_str(),
+    engine(|request: &Request| {
+        let ask: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let status = ask["status"].as_u64().unwrap_or(500) as u16;
+        let index = ask["form"].as_u64().unwrap_or(0) as usize;
+        let form = forms(TOKEN)
+            .into_iter()
+            .nth(index)
+            .map(|(_, f)| f)
+            .unwrap_or_default();
+        let body = match ask["shape"].as_str() {
+            Some("problem") => serde_json::json!({ "title": form, "detail": form }).to_string(),
+            Some("html") => format!("<html><head><title>{form}</title></head></html>"),
+            _ => serde_json::json!({ "error": form }).to_string(),
+        };
+        ResponseTemplate::new(status)
+            .insert_header("retry-after", form.as_str())
+            .insert_header("cf-ray", form.as_str())
+            .insert_header("request-id", form.as_str())
+            .insert_header(
+                "www-authenticate",
+                format!(
+                    r#"Bearer error="insufficient_scope", scope="{}", error_description="{}""#,
+                    form.replace('\\', "\\\\").replace('"', "\\\""),
+                    form.replace('\\', "\\\\").replace('"', "\\\"")
                 )
-                .set_body_string(body)
-        })
-        .mount(&server)
-        .await;
-    server
+                .as_str(),
+            )
+            .set_body_string(body)
+    })
+    .await
 }
 
 #[tokio::test]

@@ -8,21 +8,19 @@
 use std::time::Duration;
 
 use meterwire::{BuildError, Cause, Env, HttpTransport, Refusal};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
+use crate::support::engines::{any_request, engine_with};
 use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env};
 
 /// An engine that would answer anything, so a request that reached it would
 /// be an answer rather than a refusal, and that expects none: every test
 /// here is decided before anything is sent, checked when it drops.
 async fn engine() -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any())
+    engine_with([any_request()
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .expect(0)
-        .mount(&server)
-        .await;
-    server
+        .expect(0)])
+    .await
 }
 
 fn port_of(server: &MockServer) -> u16 {

@@ -6,18 +6,13 @@
 use std::time::Duration;
 
 use meterwire::{Cause, REDACTED};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::ResponseTemplate;
 
+use crate::support::engines::engine_expecting;
 use crate::support::{ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, transport_for};
 
 async fn refusal_for(response: ResponseTemplate) -> meterwire::Refusal {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(response)
-        .expect(1)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(1, response).await;
     let refusal = transport_for(&format!("{}/v1/predict", engine.uri()), SCOPE)
         .send("{}")
         .await
@@ -87,12 +82,11 @@ async fn a_failing_engine_points_at_its_health_with_the_hint() {
 
 #[tokio::test]
 async fn a_reset_and_the_deadline_point_at_the_engines_health() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_millis(500)))
-        .expect(1)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(
+        1,
+        ResponseTemplate::new(200).set_delay(Duration::from_millis(500)),
+    )
+    .await;
     let transport = crate::support::builder_for(&engine.uri(), SCOPE)
         .deadline(Duration::from_millis(100))
         .build()

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use meterwire::{Cause, HttpTransport, RetryPolicy};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
-use wiremock::matchers::{body_string, method};
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::matchers::body_string;
+use wiremock::{MockServer, Request, ResponseTemplate};
 
+use crate::support::engines::{self, engine_with, first_then, posts};
 use crate::support::raw_http::read_request;
 use crate::support::{SCOPE, builder_for};
 
@@ -28,21 +29,16 @@ fn with(address: &str, policy: RetryPolicy) -> HttpTransport {
 /// count when it drops, so every test that builds one states how many bills
 /// its story makes.
 async fn engine(first: ResponseTemplate, times: u64, expected: u64) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(first)
-        .up_to_n_times(times)
-        .expect(expected.min(times))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .expect(expected.saturating_sub(times))
-        .with_priority(2)
-        .mount(&server)
-        .await;
-    server
+    let [first, then] = first_then(
+        first,
+        times,
+        ResponseTemplate::new(200).set_body_string("{}"),
+    );
+    engine_with([
+        first.expect(expected.min(times)),
+        then.expect(expected.saturating_sub(times)),
+    ])
+    .await
 }
 
 async fn received(server: &MockServer) -> Vec<Request> {
@@ -284,12 +280,10 @@ async fn no_wait_is_started_that_would_end_past_the_deadline() {
     assert_eq!(received(&server).await.len(), 1);
 
     // Backoff too: many attempts allowed, one deadline for all of them.
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = engine_with([posts()
         .respond_with(ResponseTemplate::new(500))
-        .expect(2..50)
-        .mount(&server)
-        .await;
+        .expect(2..50)])
+    .await;
     let transport = builder_for(&server.uri(), SCOPE)
         .retries(RetryPolicy::new().max_attempts(50))
         .deadline(Duration::from_millis(700))
@@ -331,12 +325,7 @@ async fn an_answer_over_the_cap_or_not_utf8_is_never_retried() {
         ResponseTemplate::new(200).set_body_bytes(vec![b'x'; 2048]),
         ResponseTemplate::new(200).set_body_bytes(vec![0xff, 0xfe, 0xfd]),
     ] {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(response)
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = engines::engine_expecting(1, response).await;
         let refusal = builder_for(&server.uri(), SCOPE)
             .retries(RetryPolicy::new())
             .max_answer_bytes(1024)
@@ -351,13 +340,11 @@ async fn an_answer_over_the_cap_or_not_utf8_is_never_retried() {
 
 #[tokio::test]
 async fn two_sends_never_share_a_key_even_from_many_clones_at_once() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = engine_with([posts()
         .and(body_string("{}"))
         .respond_with(ResponseTemplate::new(500))
-        .expect(60)
-        .mount(&server)
-        .await;
+        .expect(60)])
+    .await;
     let transport = with(&server.uri(), RetryPolicy::new());
     let sends: Vec<_> = (0..20)
         .map(|_| {

@@ -13,6 +13,7 @@ use meterwire::{
 use wiremock::matchers::{body_json, body_string, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::engines::{engine_expecting, engine_with, posts};
 use crate::support::{
     ADDRESS_VAR, SCOPE, TOKEN, TOKEN_VAR, assert_refusal_shape, env, transport_for,
 };
@@ -83,12 +84,7 @@ async fn an_address_and_a_token_given_in_code_win_over_their_chains() {
 
 #[tokio::test]
 async fn a_token_given_in_code_is_checked_like_a_chains_value() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(answering(200))
-        .expect(0)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(0, answering(200)).await;
     let transport = HttpTransport::builder(SCOPE)
         .env(Env::new())
         .address(engine.uri())
@@ -116,12 +112,11 @@ async fn a_token_given_in_code_is_checked_like_a_chains_value() {
 
 #[tokio::test]
 async fn a_rejected_token_given_in_code_names_the_method_and_the_variable() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(401).set_body_string(format!("bad token {CODE_TOKEN}")))
-        .expect(1)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(
+        1,
+        ResponseTemplate::new(401).set_body_string(format!("bad token {CODE_TOKEN}")),
+    )
+    .await;
     let transport = HttpTransport::builder(SCOPE)
         .env(Env::new())
         .address(engine.uri())
@@ -216,14 +211,12 @@ async fn the_remedy_for_an_address_with_userinfo_names_the_engines_host() {
 
 #[tokio::test]
 async fn a_builders_header_goes_on_every_request() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
+    let engine = engine_with([posts()
         .and(header("engine-version", "2025-01-01"))
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
         .respond_with(answering(200))
-        .expect(2)
-        .mount(&engine)
-        .await;
+        .expect(2)])
+    .await;
     let transport = crate::support::builder_for(&engine.uri(), SCOPE)
         .header("Engine-Version", "2025-01-01")
         .build()
@@ -281,15 +274,13 @@ fn a_builder_refuses_headers_it_must_not_send_naming_them_but_never_the_value() 
 
 #[tokio::test]
 async fn a_calls_header_and_idempotency_key_go_on_that_request_alone() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
+    let engine = engine_with([posts()
         .and(header("x-trace", "t-1"))
         .and(header("idempotency-key", "\"order-7\""))
         .and(body_string("{\"q\":1}"))
         .respond_with(answering(200))
-        .expect(1)
-        .mount(&engine)
-        .await;
+        .expect(1)])
+    .await;
     let transport = transport_for(&engine.uri(), SCOPE);
     let call = transport
         .call("{\"q\":1}")
@@ -306,12 +297,7 @@ async fn a_calls_header_and_idempotency_key_go_on_that_request_alone() {
 
 #[tokio::test]
 async fn a_call_with_a_header_it_must_not_send_is_refused_with_nothing_sent() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(answering(200))
-        .expect(0)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(0, answering(200)).await;
     let transport = transport_for(&engine.uri(), SCOPE);
     let calls = [
         transport.call("{}").header("authorization", "Bearer other"),
@@ -342,12 +328,7 @@ async fn a_call_with_a_header_it_must_not_send_is_refused_with_nothing_sent() {
 
 #[tokio::test]
 async fn a_calls_deadline_replaces_the_transports() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(answering(200).set_delay(Duration::from_millis(400)))
-        .expect(2)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(2, answering(200).set_delay(Duration::from_millis(400))).await;
     let patient = crate::support::builder_for(&engine.uri(), SCOPE)
         .deadline(Duration::from_secs(10))
         .build()
@@ -393,14 +374,12 @@ async fn send_json_sends_the_serialized_value() {
         prompt: &'a str,
         n: u8,
     }
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
+    let engine = engine_with([posts()
         .and(body_json(serde_json::json!({"prompt": "the cat", "n": 2})))
         .and(header("content-type", "application/json"))
         .respond_with(answering(200))
-        .expect(1)
-        .mount(&engine)
-        .await;
+        .expect(1)])
+    .await;
     let transport = transport_for(&engine.uri(), SCOPE);
     let answer = transport
         .send_json(&Question {
@@ -415,12 +394,7 @@ async fn send_json_sends_the_serialized_value() {
 
 #[tokio::test]
 async fn a_body_that_cannot_be_serialized_is_refused_with_nothing_sent() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(answering(200))
-        .expect(0)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(0, answering(200)).await;
     let transport = transport_for(&engine.uri(), SCOPE);
     let keys_are_not_strings: HashMap<(u8, u8), u8> = HashMap::from([((1, 2), 3)]);
     let refusal = transport
@@ -441,15 +415,13 @@ async fn a_body_that_cannot_be_serialized_is_refused_with_nothing_sent() {
 
 #[tokio::test]
 async fn an_answer_carries_its_request_id_attempts_and_elapsed_time() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
+    let engine = engine_with([posts()
         .and(path("/v1"))
         .respond_with(
             answering(201).insert_header("x-request-id", format!("req-{TOKEN}-9").as_str()),
         )
-        .expect(1)
-        .mount(&engine)
-        .await;
+        .expect(1)])
+    .await;
     let transport = transport_for(&format!("{}/v1", engine.uri()), SCOPE);
     let answer = transport
         .send(Bytes::from_static(b"{}"))
@@ -464,12 +436,7 @@ async fn an_answer_carries_its_request_id_attempts_and_elapsed_time() {
 
 #[tokio::test]
 async fn a_refusal_counts_its_attempts_in_the_report() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503))
-        .expect(1)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(1, ResponseTemplate::new(503)).await;
     let refusal = transport_for(&engine.uri(), SCOPE)
         .send("{}")
         .await
@@ -499,12 +466,7 @@ async fn through(transport: impl Transport) -> u16 {
 
 #[tokio::test]
 async fn the_transport_trait_holds_for_references_arcs_and_boxes() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(answering(200))
-        .expect(5)
-        .mount(&engine)
-        .await;
+    let engine = engine_expecting(5, answering(200)).await;
     let transport = transport_for(&engine.uri(), SCOPE);
     let shared: Arc<dyn Transport> = Arc::new(transport.clone());
     assert_eq!(through(&transport).await, 200);
@@ -531,13 +493,11 @@ fn a_cause_reads_and_writes_its_kebab_case_name() {
 /// `Bytes`. Both put the same bytes on the wire.
 #[tokio::test]
 async fn the_inherent_and_trait_sends_put_the_same_bytes_on_the_wire() {
-    let engine = MockServer::start().await;
-    Mock::given(method("POST"))
+    let engine = engine_with([posts()
         .and(body_string(r#"{"a":1}"#))
         .respond_with(answering(200))
-        .expect(2)
-        .mount(&engine)
-        .await;
+        .expect(2)])
+    .await;
     let transport = transport_for(&engine.uri(), SCOPE);
     transport
         .send(String::from(r#"{"a":1}"#))

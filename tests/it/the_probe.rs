@@ -10,9 +10,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wiremock::matchers::{any, method};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
+use crate::support::engines::{any_request, engine, engine_expecting, engine_with, first_then};
 use crate::support::forms::{assert_echo_redacted, assert_no_form, forms};
 
 /// The token these tests hand the probe. `/` and `+` make its JSON-escaped,
@@ -142,30 +142,6 @@ fn run_blocking(args: &[String], vars: &[(String, String)]) -> Run {
         stdout: stdout.join().expect("stdout drains"),
         stderr: stderr.join().expect("stderr drains"),
     }
-}
-
-/// An engine that answers every request with `response`.
-async fn engine(response: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(response)
-        .mount(&server)
-        .await;
-    server
-}
-
-/// An engine that answers every request with `response` and expects
-/// exactly `requests` of them, checked when it drops: for the tests whose
-/// point is how many requests a run makes (none, when the probe exits
-/// before sending).
-async fn engine_expecting(requests: u64, response: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(response)
-        .expect(requests)
-        .mount(&server)
-        .await;
-    server
 }
 
 fn json_response(status: u16, body: &str) -> ResponseTemplate {
@@ -785,20 +761,16 @@ async fn a_token_echoed_in_any_encoding_is_never_printed() {
 #[tokio::test]
 async fn a_redirect_target_receives_nothing_from_a_single_send() {
     // Any method: a 302 followed would arrive as a GET.
-    let target = MockServer::start().await;
-    Mock::given(any())
+    let target = engine_with([any_request()
         .respond_with(json_response(200, "{}"))
-        .expect(0)
-        .mount(&target)
-        .await;
-    let server = MockServer::start().await;
-    Mock::given(any())
+        .expect(0)])
+    .await;
+    let server = engine_with([any_request()
         .respond_with(
             ResponseTemplate::new(302).insert_header("location", format!("{}/x", target.uri())),
         )
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     let run = probe_at(&server, &["--json"]).await;
     assert_eq!(run.status, 4, "{}", run.all());
     assert_eq!(run.json()["refusal"]["status"], 302);
@@ -826,18 +798,12 @@ async fn a_repeat_run_against_an_engine_asking_for_forever_accounts_for_every_se
 
 #[tokio::test]
 async fn repeat_json_says_what_the_first_and_the_last_refusal_of_each_cause_said() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(json_response(503, r#"{"error":"first"}"#))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(json_response(503, r#"{"error":"later"}"#))
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    let server = engine_with(first_then(
+        json_response(503, r#"{"error":"first"}"#),
+        1,
+        json_response(503, r#"{"error":"later"}"#),
+    ))
+    .await;
     let run = probe_at(&server, &["--repeat", "4", "--json"]).await;
     assert_eq!(run.status, 0, "{}", run.all());
     let doc = run.json();

@@ -10,9 +10,9 @@
 use std::time::Duration;
 
 use meterwire::{Cause, Env, HttpTransport};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
+use crate::support::engines::engine;
 use crate::support::forms::{
     assert_no_form, assert_refusal_clean, assert_refusal_echo_redacted, concealed, forms,
 };
@@ -24,42 +24,37 @@ const TOKEN: &str = r#"mw_live_4f+Ab/9z=Q&x<y>"z'%5\T"#;
 /// An engine that answers whatever the request body asks for: the status,
 /// and which form of the token to echo into the body and headers.
 async fn echoing_engine() -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|request: &Request| {
-            let ask: serde_json::Value =
-                serde_json::from_slice(&request.body).unwrap_or(serde_json::Value::Null);
-            let status = ask["status"].as_u64().unwrap_or(500) as u16;
-            let index = ask["form"].as_u64().unwrap_or(0) as usize;
-            let form = forms(TOKEN)
-                .into_iter()
-                .nth(index)
-                .map(|(_, form)| form)
-                .unwrap_or_default();
-            let body = match ask["shape"].as_str() {
-                Some("json") => {
-                    serde_json::json!({ "error": { "message": format!("token {form} refused") } })
-                        .to_string()
-                }
-                _ => format!("the engine saw the token {form} and said no\nsecond line {form}"),
-            };
-            ResponseTemplate::new(status)
-                .insert_header("retry-after", form.as_str())
-                .insert_header(
-                    "location",
-                    format!("https://elsewhere.example/callback?t={form}").as_str(),
-                )
-                .insert_header("x-request-id", form.as_str())
-                .insert_header(
-                    "www-authenticate",
-                    format!("Bearer error=\"invalid_token\", error_description=\"{form}\"")
-                        .as_str(),
-                )
-                .set_body_string(body)
-        })
-        .mount(&server)
-        .await;
-    server
+    engine(|request: &Request| {
+        let ask: serde_json::Value =
+            serde_json::from_slice(&request.body).unwrap_or(serde_json::Value::Null);
+        let status = ask["status"].as_u64().unwrap_or(500) as u16;
+        let index = ask["form"].as_u64().unwrap_or(0) as usize;
+        let form = forms(TOKEN)
+            .into_iter()
+            .nth(index)
+            .map(|(_, form)| form)
+            .unwrap_or_default();
+        let body = match ask["shape"].as_str() {
+            Some("json") => {
+                serde_json::json!({ "error": { "message": format!("token {form} refused") } })
+                    .to_string()
+            }
+            _ => format!("the engine saw the token {form} and said no\nsecond line {form}"),
+        };
+        ResponseTemplate::new(status)
+            .insert_header("retry-after", form.as_str())
+            .insert_header(
+                "location",
+                format!("https://elsewhere.example/callback?t={form}").as_str(),
+            )
+            .insert_header("x-request-id", form.as_str())
+            .insert_header(
+                "www-authenticate",
+                format!("Bearer error=\"invalid_token\", error_description=\"{form}\"").as_str(),
+            )
+            .set_body_string(body)
+    })
+    .await
 }
 
 fn transport(server: &MockServer) -> HttpTransport {
@@ -179,19 +174,16 @@ async fn an_answer_that_echoes_the_token_holds_none_of_its_forms() {
 /// concealer runs first, so no prefix of four or more characters survives.
 #[tokio::test]
 async fn a_token_straddling_the_bounds_leaves_no_part_of_itself() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|request: &Request| {
-            let text = String::from_utf8_lossy(&request.body).into_owned();
-            let (filler, count) = text.split_once(':').unwrap_or(("a", "0"));
-            let count: usize = count.parse().unwrap_or(0);
-            ResponseTemplate::new(402).set_body_string(format!(
-                "{}{TOKEN} and more words after it",
-                filler.repeat(count)
-            ))
-        })
-        .mount(&server)
-        .await;
+    let server = engine(|request: &Request| {
+        let text = String::from_utf8_lossy(&request.body).into_owned();
+        let (filler, count) = text.split_once(':').unwrap_or(("a", "0"));
+        let count: usize = count.parse().unwrap_or(0);
+        ResponseTemplate::new(402).set_body_string(format!(
+            "{}{TOKEN} and more words after it",
+            filler.repeat(count)
+        ))
+    })
+    .await;
     let transport = transport(&server);
     let prefixes: Vec<&str> = (4..TOKEN.len()).map(|n| &TOKEN[..n]).collect();
     for filler in ["a", "é", "🦀"] {
@@ -216,18 +208,15 @@ async fn a_token_straddling_the_bounds_leaves_no_part_of_itself() {
 /// must not leave the token's first characters behind either.
 #[tokio::test]
 async fn a_token_cut_by_the_read_limit_leaves_no_part_of_itself() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(|request: &Request| {
-            let count: usize = String::from_utf8_lossy(&request.body).parse().unwrap_or(0);
-            ResponseTemplate::new(500).set_body_string(format!(
-                "{}{TOKEN}{}",
-                "\n".repeat(count),
-                "z".repeat(70_000)
-            ))
-        })
-        .mount(&server)
-        .await;
+    let server = engine(|request: &Request| {
+        let count: usize = String::from_utf8_lossy(&request.body).parse().unwrap_or(0);
+        ResponseTemplate::new(500).set_body_string(format!(
+            "{}{TOKEN}{}",
+            "\n".repeat(count),
+            "z".repeat(70_000)
+        ))
+    })
+    .await;
     let transport = transport(&server);
     for count in [65_536 - 10, 65_536 - 6, 65_536 - 4, 65_536 - 1] {
         let refusal = transport
@@ -273,13 +262,9 @@ fn nothing_built_from_the_token_prints_it() {
 #[tokio::test]
 async fn a_credential_named_variable_echoed_by_the_engine_is_concealed() {
     const OTHER: &str = "db-password-0123456789";
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(500).set_body_string(format!("connect failed: {OTHER}")),
-        )
-        .mount(&server)
-        .await;
+    let server =
+        engine(ResponseTemplate::new(500).set_body_string(format!("connect failed: {OTHER}")))
+            .await;
     let transport = HttpTransport::builder("leaks")
         .env(Env::from_pairs([
             ("CHANT_BEHAVIOUR_ENGINE", server.uri()),

@@ -19,9 +19,9 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tokio_rustls::TlsAcceptor;
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::ResponseTemplate;
 
+use crate::support::engines::{any_request, engine_with};
 use crate::support::raw_http::read_request;
 use crate::support::{GUARD, TOKEN};
 
@@ -280,12 +280,10 @@ async fn a_trusted_certificate_for_another_host_is_refused() {
 
 #[tokio::test]
 async fn https_to_a_plain_http_server_is_refused_as_a_tls_failure() {
-    let plain = MockServer::start().await;
-    Mock::given(any())
+    let plain = engine_with([any_request()
         .respond_with(ResponseTemplate::new(200).set_body_string(BODY))
-        .expect(0)
-        .mount(&plain)
-        .await;
+        .expect(0)])
+    .await;
     let port = plain.address().port();
     let transport = HttpTransport::builder("acme")
         .env(env(format!("https://127.0.0.1:{port}/v1")))

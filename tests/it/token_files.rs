@@ -11,6 +11,7 @@ use std::time::Duration;
 use meterwire::{Cause, Env, HttpTransport, Refusal};
 use wiremock::{Match, Mock, MockServer, Request, ResponseTemplate};
 
+use crate::support::engines::{any_request, engine_with};
 use crate::support::{GUARD, SCOPE, assert_refusal_shape};
 
 const OLD: &str = "mw-file-old-Q7vX2kP9zR4tL8wN";
@@ -73,18 +74,15 @@ impl Match for Accepted {
 /// An engine that answers `200` (echoing `echo`) to the accepted token and
 /// `401` to any other.
 async fn engine(accepted: &Accepted, echo: &str) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(accepted.clone())
-        .respond_with(ResponseTemplate::new(200).set_body_string(echo.to_owned()))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(wiremock::matchers::any())
-        .respond_with(ResponseTemplate::new(401).set_body_string("the token is not valid"))
-        .with_priority(2)
-        .mount(&server)
-        .await;
-    server
+    engine_with([
+        Mock::given(accepted.clone())
+            .respond_with(ResponseTemplate::new(200).set_body_string(echo.to_owned()))
+            .with_priority(1),
+        any_request()
+            .respond_with(ResponseTemplate::new(401).set_body_string("the token is not valid"))
+            .with_priority(2),
+    ])
+    .await
 }
 
 /// The bearer tokens the engine received, in order.
@@ -514,16 +512,14 @@ async fn a_429_hold_outlives_a_rotation() {
     let dir = Dir::new("hold");
     let file = dir.join("token");
     std::fs::write(&file, OLD).expect("write");
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any())
+    let server = engine_with([any_request()
         .respond_with(
             ResponseTemplate::new(429)
                 .insert_header("retry-after", "600")
                 .set_body_string("slow down"),
         )
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     let transport = transport(&server, &file);
     let first = transport.send("{}").await.expect_err("over quota");
     assert_eq!(first.cause(), Cause::EngineOverQuota);
@@ -540,11 +536,9 @@ async fn the_file_is_read_again_once_the_interval_has_passed_not_before() {
     let file = dir.join("token");
     std::fs::write(&file, OLD).expect("write");
     // This engine takes either token: only the interval decides.
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any())
-        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .mount(&server)
-        .await;
+    let server =
+        engine_with([any_request().respond_with(ResponseTemplate::new(200).set_body_string("{}"))])
+            .await;
     let transport = HttpTransport::builder(SCOPE)
         .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
         .token_file(&file)
@@ -760,10 +754,9 @@ fn a_pipe_swapped_in_between_the_look_and_the_open_never_blocks_a_send() {
                 .build()
                 .expect("a runtime");
             let outcome = runtime.block_on(async move {
-                let server = MockServer::start().await;
-                Mock::given(wiremock::matchers::any())
-                    .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-                    .mount(&server)
+                let server =
+                    engine_with([any_request()
+                        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))])
                     .await;
                 let transport = HttpTransport::builder(SCOPE)
                     .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
@@ -852,11 +845,9 @@ async fn a_token_rewritten_in_place_in_small_writes_is_never_sent_or_learned_tor
     let file = dir.join("token");
     std::fs::write(&file, A).expect("write");
     settle(&file);
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any())
-        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .mount(&server)
-        .await;
+    let server =
+        engine_with([any_request().respond_with(ResponseTemplate::new(200).set_body_string("{}"))])
+            .await;
     let transport = HttpTransport::builder(SCOPE)
         .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
         .token_file(&file)
@@ -904,11 +895,9 @@ async fn a_file_that_never_stands_still_keeps_the_last_good_token_within_the_dea
     let file = dir.join("token");
     std::fs::write(&file, A).expect("write");
     settle(&file);
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any())
-        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .mount(&server)
-        .await;
+    let server =
+        engine_with([any_request().respond_with(ResponseTemplate::new(200).set_body_string("{}"))])
+            .await;
     let transport = HttpTransport::builder(SCOPE)
         .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
         .token_file(&file)
@@ -942,11 +931,9 @@ async fn a_file_that_never_stands_still_keeps_the_last_good_token_within_the_dea
 async fn many_rotations_keep_the_concealer_to_the_current_token_and_the_eight_before() {
     let dir = Dir::new("many");
     let file = dir.join("token");
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any())
-        .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .mount(&server)
-        .await;
+    let server =
+        engine_with([any_request().respond_with(ResponseTemplate::new(200).set_body_string("{}"))])
+            .await;
     let token = |n: usize| format!("mw-rotation-{n:04}-Q7vX2kP9zR4tL8wN");
     let transport = HttpTransport::builder(SCOPE)
         .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))

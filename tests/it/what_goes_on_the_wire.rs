@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use meterwire::{Cause, USER_AGENT};
-use wiremock::matchers::{header, method, path, query_param};
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::matchers::{header, path, query_param};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
+use crate::support::engines::{any_request, engine_with, posts};
 use crate::support::{SCOPE, TOKEN, transport_for};
 
 const PATH: &str = "/v1/predict";
@@ -19,13 +20,10 @@ const PATH: &str = "/v1/predict";
 /// read what it received rather than matching up front, so a wrong request
 /// shows up as a wrong value, not as a 404.
 async fn engine(status: u16, requests: u64) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any())
+    engine_with([any_request()
         .respond_with(ResponseTemplate::new(status).set_body_string("{}"))
-        .expect(requests)
-        .mount(&server)
-        .await;
-    server
+        .expect(requests)])
+    .await
 }
 
 fn address_of(server: &MockServer) -> String {
@@ -69,15 +67,13 @@ async fn a_send_is_one_post_to_the_address_path() {
 
 #[tokio::test]
 async fn the_query_of_the_address_is_preserved_on_the_wire() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = engine_with([posts()
         .and(path(PATH))
         .and(query_param("model", "small"))
         .and(query_param("region", "eu"))
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     let address = format!("{}?model=small&region=eu", address_of(&server));
     let answer = transport_for(&address, SCOPE)
         .send("{}")
@@ -134,13 +130,11 @@ async fn the_request_says_it_sends_and_accepts_json() {
 
 #[tokio::test]
 async fn the_token_is_sent_as_one_bearer_authorization_header() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = engine_with([posts()
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
         .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     transport_for(&address_of(&server), SCOPE)
         .send("{}")
         .await

@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::engines::{engine, engine_expecting};
 use crate::support::raw_http::read_request;
 use crate::support::{GUARD, SCOPE, TOKEN, builder_for, env};
 
@@ -336,12 +337,11 @@ async fn a_hostile_figure_from_the_wire_is_none_and_the_send_is_still_an_answer(
         ),
     ];
     for (body, input, output) in hostile {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "application/json"))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = engine_expecting(
+            1,
+            ResponseTemplate::new(200).set_body_raw(body, "application/json"),
+        )
+        .await;
         let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
         let answer = send(&transport).await;
         assert_eq!(answer.text(), body, "the answer is as sent");
@@ -350,14 +350,11 @@ async fn a_hostile_figure_from_the_wire_is_none_and_the_send_is_still_an_answer(
         assert_eq!(usage.total(), None, "{body}");
     }
     // No valid figure at all: no usage, and the meter says the answer said nothing.
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(
-            r#"{"usage":{"prompt_tokens":-1,"completion_tokens":"many"}}"#,
-            "application/json",
-        ))
-        .mount(&server)
-        .await;
+    let server = engine(ResponseTemplate::new(200).set_body_raw(
+        r#"{"usage":{"prompt_tokens":-1,"completion_tokens":"many"}}"#,
+        "application/json",
+    ))
+    .await;
     let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
     assert_eq!(send(&transport).await.usage(), None);
     assert_eq!(transport.meter().answers_with_usage(), 0);
@@ -369,14 +366,11 @@ async fn figures_are_read_from_the_concealed_text() {
     // A token that is all digits, as some engines' keys are: the figure
     // that echoes it is concealed before it is read, and never a count.
     let token = "31415926535897932384";
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(
-            format!(r#"{{"usage":{{"prompt_tokens":{token},"completion_tokens":5}}}}"#),
-            "application/json",
-        ))
-        .mount(&server)
-        .await;
+    let server = engine(ResponseTemplate::new(200).set_body_raw(
+        format!(r#"{{"usage":{{"prompt_tokens":{token},"completion_tokens":5}}}}"#),
+        "application/json",
+    ))
+    .await;
     let transport = HttpTransport::builder(SCOPE)
         .env(env(&[
             ("CHANT_BEHAVIOUR_ENGINE", &server.uri()),
@@ -393,14 +387,11 @@ async fn figures_are_read_from_the_concealed_text() {
     assert!(!json.contains(token));
 
     // The support token, echoed as a figure's string: that figure is none.
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(
-            format!(r#"{{"usage":{{"prompt_tokens":"{TOKEN}","completion_tokens":5}}}}"#),
-            "application/json",
-        ))
-        .mount(&server)
-        .await;
+    let server = engine(ResponseTemplate::new(200).set_body_raw(
+        format!(r#"{{"usage":{{"prompt_tokens":"{TOKEN}","completion_tokens":5}}}}"#),
+        "application/json",
+    ))
+    .await;
     let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
     let usage = send(&transport).await.usage().expect("the output is kept");
     assert_eq!((usage.input(), usage.output()), (None, Some(5)));
@@ -548,12 +539,7 @@ async fn probe(address: &str, args: &[&str]) -> (i32, String) {
 }
 
 async fn engine_of(body: &'static str, content_type: &'static str) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(body, content_type))
-        .mount(&server)
-        .await;
-    server
+    engine(ResponseTemplate::new(200).set_body_raw(body, content_type)).await
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! Helpers shared by the integration tests: a snapshot builder, the token and
 //! variables every test uses, how long a send may take before a test calls
 //! it hung, a transport pointed at a loopback server, and the checks every
-//! refusal must pass (what every reason and remedy must say). `forms`
+//! refusal must pass (what every reason and remedy must say). `engines`
+//! holds the wiremock engines most tests send to; `forms`
 //! encodes a token every way an engine echoes it; `raw_http` is a server of
 //! one's own for what wiremock cannot do; `redis` (with the `redis`
 //! feature) starts a real Redis, a silent one and a dead port.
@@ -10,6 +11,7 @@
 // `tests/trace.rs` each compile a copy and use only some of it.
 #![allow(dead_code)]
 
+pub mod engines;
 pub mod forms;
 pub mod raw_http;
 #[cfg(feature = "redis")]
