@@ -241,7 +241,9 @@ pub(crate) fn proxy_remedy(site: &Site, credentials: bool) -> String {
 /// 64 KiB of an error body); it is concealed before anything reads it, and
 /// the engine's words are taken from what is left. `now` is what an
 /// HTTP-date in `retry-after` is measured from when the response has no
-/// `date` header.
+/// `date` header. The transport conceals the head as it reads it and calls
+/// [`refusal_for_concealed_status`]; this is the same from raw bytes.
+#[cfg(test)]
 pub(crate) fn refusal_for_status(
     site: &Site,
     status: u16,
@@ -252,12 +254,30 @@ pub(crate) fn refusal_for_status(
     if (200..300).contains(&status) {
         return None;
     }
-    let concealer = site.concealer();
     // Concealed as it enters, and kept borrowed when nothing was found: a
     // 64 KiB head is not copied for every refusal.
     let lossy = String::from_utf8_lossy(body);
-    let head = concealer.conceal(&lossy);
-    let said = match engine_words(&head, concealer) {
+    let head = site.concealer().conceal(&lossy);
+    refusal_for_concealed_status(site, status, headers, &head, now)
+}
+
+/// What the engine's answer becomes, from the head of its body already
+/// concealed (as the transport reads it, once): `None` for a `2xx`,
+/// otherwise the refusal of the wire table, with the engine's words taken
+/// from the head. `now` is what an HTTP-date in `retry-after` is measured
+/// from when the response has no `date` header.
+pub(crate) fn refusal_for_concealed_status(
+    site: &Site,
+    status: u16,
+    headers: &HeaderMap,
+    head: &str,
+    now: SystemTime,
+) -> Option<Refusal> {
+    if (200..300).contains(&status) {
+        return None;
+    }
+    let concealer = site.concealer();
+    let said = match engine_words(head, concealer) {
         Some(words) => format!("; the engine said: \"{words}\""),
         None => String::new(),
     };
@@ -292,7 +312,7 @@ pub(crate) fn refusal_for_status(
     let holder = token.holding("the token");
     let credit = match status {
         402 => Some(None),
-        429 => credit_code(&head, concealer).map(Some),
+        429 => credit_code(head, concealer).map(Some),
         _ => None,
     };
     let mut delay = delay;

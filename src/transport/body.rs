@@ -5,6 +5,8 @@
 //! the cap is refused without ever holding more than the cap; both stop at
 //! the send's deadline.
 
+use std::borrow::Cow;
+
 use tokio::time::timeout_at;
 
 use super::deadline::Deadline;
@@ -25,17 +27,19 @@ const RESERVE_AHEAD: usize = 1 << 20;
 /// so a body that drips forever costs the detail, not the refusal. The rest
 /// is never read; dropping the response closes the connection.
 ///
-/// A head that did not reach the end of the body may end in the middle of a
+/// The head comes back concealed, with how many bytes of it arrived. A
+/// head that did not reach the end of the body may end in the middle of a
 /// form of a secret (a token hard-wrapped across two lines, cut after its
 /// first), where no concealer can recognise it whole: it is concealed as a
 /// stream would conceal it, and only what the stream releases is kept,
-/// never what it still holds back because it could be part of a form.
-/// Returns the head and how many bytes of it arrived.
+/// never what it still holds back because it could be part of a form. It
+/// is concealed once, here: 256 sends reading large error pages each hold
+/// a head, and a second pass and copy of each would double that.
 pub(super) async fn read_head(
     response: &mut impl Incoming,
     deadline: Deadline,
     concealer: &Concealer,
-) -> (Vec<u8>, usize) {
+) -> (String, usize) {
     let mut head = Vec::new();
     let complete = loop {
         if head.len() >= DETAIL_READ_LIMIT {
@@ -49,13 +53,22 @@ pub(super) async fn read_head(
     };
     let arrived = head.len();
     if complete {
-        return (head, arrived);
+        let text = match String::from_utf8(head) {
+            Ok(text) => text,
+            Err(invalid) => String::from_utf8_lossy(invalid.as_bytes()).into_owned(),
+        };
+        // The text itself when nothing in it was concealed: no copy.
+        let concealed = match concealer.conceal(&text) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(concealed) => Some(concealed),
+        };
+        return (concealed.unwrap_or(text), arrived);
     }
-    let mut released = String::new();
+    let mut released = String::with_capacity(arrived);
     concealer
         .stream()
         .push(&String::from_utf8_lossy(&head), &mut released);
-    (released.into_bytes(), arrived)
+    (released, arrived)
 }
 
 /// Adds what `head` has room for of `chunk`. The head is held across every

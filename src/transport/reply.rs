@@ -22,7 +22,7 @@ use crate::refusal::evidence::request_id::shown_request_id;
 use crate::refusal::evidence::retry::Fields;
 use crate::refusal::failure::{Answered, Failure, refusal_after_head, refusal_for_failure};
 use crate::refusal::site::Site;
-use crate::refusal::status::refusal_for_status;
+use crate::refusal::status::refusal_for_concealed_status;
 use crate::retry::Outcome;
 
 /// An answer as one attempt read it.
@@ -89,7 +89,7 @@ impl Reading<'_> {
         let status = incoming.status();
         let (head, arrived) = read_head(incoming, self.deadline, self.concealer).await;
         self.meter.received(arrived);
-        let refusal = refusal_for_status(site, status, headers, &head, SystemTime::now())
+        let refusal = refusal_for_concealed_status(site, status, headers, &head, SystemTime::now())
             .unwrap_or_else(|| Missed::failed(site, Failure::Other).refusal);
         let outcome = Outcome::Status(status, refusal.retry_after());
         Missed {
