@@ -78,7 +78,16 @@ impl Gate {
     /// The stretches of `text` a hit can be in, in order and disjoint: each
     /// run of at least the shortest pattern's length with no cut byte, and
     /// the cut byte after it (none at the end of the text).
+    #[cfg(test)]
     pub(super) fn stretches(&self, text: &[u8]) -> Vec<(usize, usize)> {
+        let mut stretches = Vec::new();
+        self.each_stretch(text, |start, end| stretches.push((start, end)));
+        stretches
+    }
+
+    /// Calls `stretch(start, end)` for each of [`Gate::stretches`], in
+    /// order, as it is found: nothing is gathered first.
+    pub(super) fn each_stretch(&self, text: &[u8], stretch: impl FnMut(usize, usize)) {
         #[cfg(target_arch = "x86_64")]
         {
             let splat = |byte: u8| set_splat_i8_m128i(i8::from_ne_bytes([byte]));
@@ -87,36 +96,36 @@ impl Gate {
                 // both.
                 [b' ', b'"'] | [b'"', b' '] => {
                     let (bit, quote) = (splat(0x02), splat(b'"'));
-                    self.stretches_by(text, |bytes| {
+                    self.stretches_by(text, stretch, |bytes| {
                         cmp_eq_mask_i8_m128i(bitor_m128i(bytes, bit), quote)
-                    })
+                    });
                 }
                 [a, b] if a == b => {
                     let a = splat(a);
-                    self.stretches_by(text, |bytes| cmp_eq_mask_i8_m128i(bytes, a))
+                    self.stretches_by(text, stretch, |bytes| cmp_eq_mask_i8_m128i(bytes, a));
                 }
                 [a, b] => {
                     let (a, b) = (splat(a), splat(b));
-                    self.stretches_by(text, |bytes| {
+                    self.stretches_by(text, stretch, |bytes| {
                         bitor_m128i(
                             cmp_eq_mask_i8_m128i(bytes, a),
                             cmp_eq_mask_i8_m128i(bytes, b),
                         )
-                    })
+                    });
                 }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        self.stretches_by(text)
+        self.stretches_by(text, stretch);
     }
 
-    /// [`Gate::stretches`], with `cut` marking the cut bytes of 16 bytes.
+    /// [`Gate::each_stretch`], with `cut` marking the cut bytes of 16 bytes.
     fn stretches_by(
         &self,
         text: &[u8],
+        mut stretch: impl FnMut(usize, usize),
         #[cfg(target_arch = "x86_64")] cut: impl Fn(m128i) -> m128i,
-    ) -> Vec<(usize, usize)> {
-        let mut stretches = Vec::new();
+    ) {
         // No run starts before `from`: the byte before it ended the last.
         let mut from = 0;
         let mut base = 0;
@@ -133,31 +142,50 @@ impl Gate {
                 if at < from {
                     continue;
                 }
-                let (start, end) = self.run_around(text, from, at);
+                #[cfg(target_arch = "x86_64")]
+                let near = self.near_ends(text, at, &cut);
+                #[cfg(not(target_arch = "x86_64"))]
+                let near = (None, None);
+                let (start, end) = self.run_around(text, from, at, near);
                 if end - start >= self.shortest {
-                    stretches.push((start, (end + 1).min(text.len())));
+                    stretch(start, (end + 1).min(text.len()));
                 }
                 from = end + 1;
+                // The chunks of this block that start inside the run are
+                // clean too, and done with.
+                let past = (from - base).div_ceil(self.chunk);
+                clean &= u32::MAX
+                    .checked_shl(u32::try_from(past).unwrap_or(u32::MAX))
+                    .unwrap_or(0);
             }
             // A run that went on past this block: go on after it, at the
             // block the run's end is in.
             base = (base + BLOCK).max(from - from % BLOCK);
         }
-        stretches
     }
 
     /// The run with no cut byte around the chunk at `at`, which has none:
     /// from after the last cut byte before it (not before `from`) to the
     /// first one after it (or the end of the text).
     ///
-    /// Most runs end within a few words of the chunk: eight bytes at a time
-    /// are read as a number for a while, then memchr, whose set-up costs
-    /// more than a short run does.
-    fn run_around(&self, text: &[u8], from: usize, at: usize) -> (usize, usize) {
+    /// Most runs end within a few words of the chunk: the caller's `near`
+    /// ends, found by [`Gate::near_ends`], when it has them; otherwise
+    /// eight bytes at a time are read as a number for a while, then memchr,
+    /// whose set-up costs more than a short run does.
+    fn run_around(
+        &self,
+        text: &[u8],
+        from: usize,
+        at: usize,
+        near: (Option<usize>, Option<usize>),
+    ) -> (usize, usize) {
         let [a, b] = self.cut;
         let cut = |word: u64| zero_bytes(word ^ splat(a)) | zero_bytes(word ^ splat(b));
         let mut start = at;
         let found_start = loop {
+            if let Some(near) = near.0 {
+                break Some(near.max(from));
+            }
             if start < from + WORD || at - start >= NEAR {
                 break None;
             }
@@ -175,6 +203,9 @@ impl Gate {
         });
         let mut end = (at + self.chunk).min(text.len());
         let found_end = loop {
+            if near.1.is_some() {
+                break near.1;
+            }
             if end + WORD > text.len() || end - at >= NEAR {
                 break None;
             }
@@ -188,6 +219,35 @@ impl Gate {
             let after = text.get(end..).unwrap_or_default();
             memchr::memchr2(a, b, after).map_or(text.len(), |k| end + k)
         });
+        (start, end)
+    }
+
+    /// Where the run around the clean chunk at `at` starts, when a cut
+    /// byte stands in the 16 bytes before the chunk, and where it ends,
+    /// when one stands in the 16 after it: one compare each, where words
+    /// read one by one take as many steps as the run's ends are far, a
+    /// branch that each echo of a token mispredicts anew. The byte before
+    /// `from` (the caller's) is the cut byte that ended the last run, so a
+    /// start found this way is never before `from`.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn near_ends(
+        &self,
+        text: &[u8],
+        at: usize,
+        cut: &impl Fn(m128i) -> m128i,
+    ) -> (Option<usize>, Option<usize>) {
+        let cuts = |k: usize| {
+            let bytes = text.get(k..).and_then(<[u8]>::first_chunk::<16>)?;
+            let mask = move_mask_i8_m128i(cut(load_unaligned_m128i(bytes)));
+            u16::try_from(mask & 0xFFFF).ok().filter(|&mask| mask != 0)
+        };
+        let start = at
+            .checked_sub(16)
+            .and_then(cuts)
+            .map(|mask| at - mask.leading_zeros() as usize);
+        let after = at + self.chunk;
+        let end = cuts(after).map(|mask| after + mask.trailing_zeros() as usize);
         (start, end)
     }
 

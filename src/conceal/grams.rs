@@ -32,10 +32,21 @@ pub(super) struct Grams {
     /// Open addressing: each slot is a piece and the range of `places`
     /// where it stands, empty when the range is.
     slots: Vec<(u64, u32, u32)>,
-    /// `(pattern, offset)` of every piece, grouped by piece.
-    places: Vec<(u32, u32)>,
-    /// The patterns, by id.
-    patterns: Vec<Vec<u8>>,
+    /// Where every piece stands, grouped by piece.
+    places: Vec<Place>,
+    /// The patterns' bytes, one after the other.
+    bytes: Vec<u8>,
+}
+
+/// Where one piece stands: in which pattern, how far into it, and where
+/// that pattern's bytes are in [`Grams::bytes`], so that a piece found
+/// leads to the bytes to compare with one read.
+#[derive(Clone, Copy)]
+struct Place {
+    id: u32,
+    offset: u32,
+    at: u32,
+    len: u32,
 }
 
 impl Grams {
@@ -47,7 +58,14 @@ impl Grams {
             return None;
         }
         let mut all: Vec<(u64, u32, u32)> = Vec::new();
+        let mut bounds: Vec<(u32, u32)> = Vec::with_capacity(patterns.len());
+        let mut bytes = Vec::new();
         for (id, pattern) in patterns.iter().enumerate() {
+            bounds.push((
+                u32::try_from(bytes.len()).ok()?,
+                u32::try_from(pattern.len()).ok()?,
+            ));
+            bytes.extend_from_slice(pattern);
             for (offset, piece) in pattern.windows(PIECE).enumerate() {
                 all.push((
                     key(piece)?,
@@ -72,11 +90,15 @@ impl Grams {
                 return None;
             }
             let from = u32::try_from(places.len()).ok()?;
-            places.extend(
-                all.get(at..at + same)?
-                    .iter()
-                    .map(|&(_, id, off)| (id, off)),
-            );
+            for &(_, id, offset) in all.get(at..at + same)? {
+                let &(at, len) = bounds.get(id as usize)?;
+                places.push(Place {
+                    id,
+                    offset,
+                    at,
+                    len,
+                });
+            }
             let to = u32::try_from(places.len()).ok()?;
             let mut slot = hash(piece, size);
             while slots.get(slot).is_some_and(|&(_, a, b)| a != b) {
@@ -89,7 +111,7 @@ impl Grams {
             stride: shortest - PIECE + 1,
             slots,
             places,
-            patterns,
+            bytes,
         })
     }
 
@@ -108,17 +130,17 @@ impl Grams {
                 }
                 if found == piece {
                     let places = self.places.get(from as usize..to as usize);
-                    for &(id, offset) in places.unwrap_or_default() {
-                        let id = id as usize;
-                        let Some(start) = p.checked_sub(offset as usize) else {
+                    for place in places.unwrap_or_default() {
+                        let Some(start) = p.checked_sub(place.offset as usize) else {
                             continue;
                         };
-                        let Some(pattern) = self.patterns.get(id) else {
-                            continue;
-                        };
-                        let end = start + pattern.len();
-                        if hay.get(start..end) == Some(pattern.as_slice()) {
-                            hit(id, start, end);
+                        let end = start + place.len as usize;
+                        let at = place.at as usize;
+                        let pattern = self.bytes.get(at..at + place.len as usize);
+                        if let (Some(found), Some(pattern)) = (hay.get(start..end), pattern)
+                            && same(found, pattern)
+                        {
+                            hit(place.id as usize, start, end);
                         }
                     }
                     break;
@@ -128,6 +150,23 @@ impl Grams {
             p += self.stride;
         }
     }
+}
+
+/// Whether two slices of the same length are equal, eight bytes at a time
+/// inline: a pattern is a few dozen bytes, and a call to `memcmp` for
+/// each piece found costs more than comparing them.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (a_words, a_rest) = a.as_chunks::<PIECE>();
+    let (b_words, b_rest) = b.as_chunks::<PIECE>();
+    a_words
+        .iter()
+        .zip(b_words)
+        .all(|(x, y)| u64::from_ne_bytes(*x) == u64::from_ne_bytes(*y))
+        && a_rest.iter().zip(b_rest).all(|(x, y)| x == y)
 }
 
 /// A piece as a number.

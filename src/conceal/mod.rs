@@ -428,10 +428,10 @@ impl Concealer {
             Decoding::Windows => match &search.gate {
                 Some(gate) => {
                     let mut buffers = Buffers::new();
-                    for (start, end) in gate.stretches(bytes) {
+                    gate.each_stretch(bytes, |start, end| {
                         let stretch = bytes.get(start..end).unwrap_or_default();
                         conceal_stretch(search, stretch, start, &mut spans, &mut buffers);
-                    }
+                    });
                 }
                 None => conceal_stretch(search, bytes, 0, &mut spans, &mut Buffers::new()),
             },

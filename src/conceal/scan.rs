@@ -17,7 +17,7 @@ use std::borrow::Cow;
 const SHORT_VIEW: usize = 1024;
 
 /// Searches one view and records the source span of every hit.
-pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut Spans) {
+pub(super) fn scan<M: SourceMap + ?Sized>(search: &Search, hay: &[u8], map: &M, spans: &mut Spans) {
     #[cfg(test)]
     SCANNED.with(|scanned| scanned.set(scanned.get() + hay.len()));
     if hay.len() <= SHORT_VIEW
@@ -77,10 +77,10 @@ pub(super) fn scan(search: &Search, hay: &[u8], map: &dyn SourceMap, spans: &mut
 /// the source span it maps back to, unless it is a copy of text the scan
 /// of the text itself searches.
 #[inline]
-fn record(
+fn record<M: SourceMap + ?Sized>(
     search: &Search,
     hay: &[u8],
-    map: &dyn SourceMap,
+    map: &M,
     spans: &mut Spans,
     id: usize,
     start: usize,
@@ -240,7 +240,12 @@ fn boundary(hay: &[u8], at: usize, len: usize) -> bool {
 /// The source spans to conceal, widened to char boundaries.
 pub(super) struct Spans<'t> {
     text: &'t str,
-    spans: Vec<(usize, usize)>,
+    /// Each span, and whether an escape may straddle its start and its
+    /// end ([`may_straddle`]), read when it is pushed: the text's bytes at
+    /// its edges are in the cache then, and no longer when the spans are
+    /// finished, after the whole text was read; most edges (a raw echo's)
+    /// need no second look at all.
+    spans: Vec<(usize, usize, bool, bool)>,
 }
 
 impl<'t> Spans<'t> {
@@ -253,6 +258,7 @@ impl<'t> Spans<'t> {
 
     pub(super) fn push(&mut self, start: usize, end: usize) {
         let (start, end) = (self.floor(start), self.ceil(end));
+        let text = self.text.as_bytes();
         // Hits within one view come nearly in order, so folding into the
         // last span keeps a text made of one repeated secret from growing a
         // span per byte.
@@ -260,14 +266,22 @@ impl<'t> Spans<'t> {
             && start <= last.1
             && end >= last.0
         {
-            *last = (last.0.min(start), last.1.max(end));
+            if start < last.0 {
+                *last = (start, last.1, may_straddle(text, start), last.3);
+            }
+            if end > last.1 {
+                *last = (last.0, end, last.2, may_straddle(text, end));
+            }
             return;
         }
-        self.spans.push((start, end));
+        let edges = (may_straddle(text, start), may_straddle(text, end));
+        self.spans.push((start, end, edges.0, edges.1));
     }
 
     pub(super) fn everything(&mut self) {
-        self.spans.push((0, self.text.len()));
+        let end = self.text.len();
+        self.spans
+            .push((0, end, false, may_straddle(self.text.as_bytes(), end)));
     }
 
     /// A view may map into the middle of a multi-byte char (a percent
@@ -295,19 +309,29 @@ impl<'t> Spans<'t> {
     pub(super) fn finish(mut self) -> Vec<(usize, usize)> {
         let text = self.text;
         if self.spans.is_empty() {
-            return self.spans;
+            return Vec::new();
         }
         // Merged before they are widened, and again after: what is
         // concealed then depends only on which bytes the hits covered, not
         // on the order or the pieces in which they were found.
         self.spans.sort_unstable();
-        let mut merged = merge(self.spans);
+        let mut merged = merge_edges(self.spans);
         let mut widened = false;
         for span in &mut merged {
-            let whole = whole_escapes(text.as_bytes(), *span);
-            widened |= whole != *span;
-            *span = whole;
+            // An edge no escape may straddle stays where it is: the text
+            // is read again only at the others.
+            let (start, end, may_start, may_end) = *span;
+            if !may_start && !may_end {
+                continue;
+            }
+            let whole = whole_escapes(text.as_bytes(), (start, end));
+            widened |= whole != (start, end);
+            *span = (whole.0, whole.1, may_start, may_end);
         }
+        let mut merged: Vec<(usize, usize)> = merged
+            .into_iter()
+            .map(|(start, end, ..)| (start, end))
+            .collect();
         if !widened {
             return merged;
         }
@@ -333,6 +357,32 @@ pub(super) fn replace<'t>(text: &'t str, spans: &[(usize, usize)]) -> Cow<'t, st
     }
     out.push_str(text.get(at..).unwrap_or_default());
     Cow::Owned(out)
+}
+
+/// Sorted spans with their edges' flags, with the overlapping and
+/// touching ones merged, each keeping the flags of the edges it keeps.
+fn merge_edges(mut spans: Vec<(usize, usize, bool, bool)>) -> Vec<(usize, usize, bool, bool)> {
+    let mut kept: usize = 0;
+    for at in 0..spans.len() {
+        let Some(&span) = spans.get(at) else {
+            break;
+        };
+        match kept.checked_sub(1).and_then(|last| spans.get_mut(last)) {
+            Some(last) if span.0 <= last.1 => {
+                if span.1 > last.1 {
+                    (last.1, last.3) = (span.1, span.3);
+                }
+            }
+            _ => {
+                if let Some(slot) = spans.get_mut(kept) {
+                    *slot = span;
+                }
+                kept += 1;
+            }
+        }
+    }
+    spans.truncate(kept);
+    spans
 }
 
 /// Sorted spans, with the overlapping and touching ones merged.
@@ -402,25 +452,11 @@ fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, u
 /// at all (one vectorized look), and of those that do, only a trigger close
 /// enough for its longest escape to reach the edge is read.
 fn straddling(text: &[u8], edge: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
-    // An escape across the edge holds the bytes on both sides of it: a
-    // trigger or what follows one on the left (a letter or digit, `#`,
-    // `;`, `{`, `}`, or the backslash of a surrogate's second half), and
-    // the same but a trigger on the right, or anything after a backslash.
-    let inside =
-        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'#' | b';' | b'{' | b'}' | b'\\');
-    let crossed = match (
-        edge.checked_sub(1).and_then(|k| text.get(k)),
-        text.get(edge),
-    ) {
-        (Some(b'\\'), Some(_)) => true,
-        (Some(&left), Some(&right)) => {
-            (inside(left) || matches!(left, b'%' | b'&')) && inside(right)
-        }
-        _ => false,
-    };
     let from = edge.saturating_sub(LONGEST_ESCAPE);
     let first = match text.get(from..edge) {
-        Some(before) if crossed => memchr3(b'\\', b'%', b'&', before).map_or(edge, |k| from + k),
+        Some(before) if may_straddle(text, edge) => {
+            memchr3(b'\\', b'%', b'&', before).map_or(edge, |k| from + k)
+        }
         _ => edge,
     };
     (first..edge).filter_map(move |p| {
@@ -435,6 +471,27 @@ fn straddling(text: &[u8], edge: usize) -> impl Iterator<Item = (usize, usize)> 
         }
         escape_len(text, p).map(|len| (p, p + len))
     })
+}
+
+/// Whether an escape may straddle `edge`, by the two bytes beside it: an
+/// escape across the edge holds the bytes on both sides of it, a trigger
+/// or what follows one on the left (a letter or digit, `#`, `;`, `{`, `}`,
+/// or the backslash of a surrogate's second half), and the same but a
+/// trigger on the right, or anything after a backslash. Where it says no,
+/// [`straddling`] finds nothing.
+fn may_straddle(text: &[u8], edge: usize) -> bool {
+    let inside =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'#' | b';' | b'{' | b'}' | b'\\');
+    match (
+        edge.checked_sub(1).and_then(|k| text.get(k)),
+        text.get(edge),
+    ) {
+        (Some(b'\\'), Some(_)) => true,
+        (Some(&left), Some(&right)) => {
+            (inside(left) || matches!(left, b'%' | b'&')) && inside(right)
+        }
+        _ => false,
+    }
 }
 
 /// The longest backslash escape: a surrogate pair, `\ud83d\ude00`.

@@ -28,7 +28,15 @@ pub(super) fn conceal_stretch(
     spans: &mut Spans,
     buffers: &mut Buffers,
 ) {
-    scan(search, hay, &Raw(offset), spans);
+    // The byte that ends a stretch the gate found is a separator, which no
+    // pattern holds, nor a base64 core's neighbours or padding: the text's
+    // own scan needs only the run before it, which spares a stretch around
+    // an echo the lookup of its last piece.
+    let run = match hay.split_last() {
+        Some((&last, run)) if search.separator[usize::from(last)] => run,
+        _ => hay,
+    };
+    scan(search, run, &Raw(offset), spans);
     if hay.len() <= SHORT_STRETCH {
         let holds = Holds::of(hay);
         // Without a trigger or a line break, every view is the text itself.
