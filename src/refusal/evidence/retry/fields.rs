@@ -107,8 +107,13 @@ impl Fields {
     /// from `now`.
     pub(crate) fn read(headers: &HeaderMap, now: SystemTime) -> Fields {
         let mut fields = Fields::default();
-        // Most answers carry none of the headers read.
-        if headers.is_empty() {
+        // Most answers carry none of the headers read, and every one read
+        // has `ratelimit` in its name: one look at each name the answer
+        // has is cheaper than a lookup of each of the two dozen names.
+        if !headers
+            .keys()
+            .any(|name| name.as_str().contains("ratelimit"))
+        {
             return fields;
         }
         ietf(headers, &mut fields);
