@@ -31,7 +31,7 @@ pub(crate) struct Received {
     pub(crate) text: String,
     pub(crate) request_id: Option<String>,
     /// Its headers, as the door kept them.
-    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) headers: HeaderMap,
     /// What the answer's rate-limit fields said.
     pub(crate) fields: Fields,
 }
@@ -106,7 +106,7 @@ impl Reading<'_> {
         mut incoming: impl Incoming + 'static,
     ) -> Result<Opened, Missed> {
         let status = incoming.status();
-        let headers = at_the_door(incoming.headers(), self.concealer);
+        let headers = at_the_door(incoming.take_headers(), self.concealer);
         if !(200..300).contains(&status) {
             return Err(self.refuse(&mut incoming, &headers).await);
         }
@@ -133,7 +133,7 @@ impl Reading<'_> {
     pub(crate) async fn reply(&self, mut incoming: impl Incoming) -> Result<Received, Missed> {
         let site = self.site;
         let status = incoming.status();
-        let headers = at_the_door(incoming.headers(), self.concealer);
+        let headers = at_the_door(incoming.take_headers(), self.concealer);
         if !(200..300).contains(&status) {
             return Err(self.refuse(&mut incoming, &headers).await);
         }
@@ -175,20 +175,8 @@ impl Reading<'_> {
             status,
             text,
             request_id,
-            headers: kept(&headers),
+            headers,
             fields,
         })
     }
-}
-
-/// The headers the door kept, as an answer holds them: names as HTTP/2
-/// writes them (lower case), values as text.
-fn kept(headers: &HeaderMap) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .map(|(name, value)| {
-            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-            (name.as_str().to_owned(), value)
-        })
-        .collect()
 }
