@@ -341,7 +341,7 @@ impl HttpTransport {
         if let Some(key) = key_text {
             span.record("idempotency_key", key);
         }
-        let headers = self.request_headers(options.extra, key.as_ref());
+        let extra = options.extra;
         // A token a file replaced after the engine rejected it is tried once.
         let mut rotated = false;
 
@@ -377,10 +377,9 @@ impl HttpTransport {
             }
             attempt += 1;
             self.inner.meter.attempt(body.len());
-            let mut with_token = headers.clone();
-            with_token.insert(AUTHORIZATION, token.header.clone());
+            let headers = self.request_headers(&extra, key.as_ref(), &token.header);
             let sent = self
-                .attempt(post, read, target, body.clone(), with_token, deadline)
+                .attempt(post, read, target, body.clone(), headers, deadline)
                 .await;
             let now = Instant::now();
             match sent {
@@ -460,11 +459,20 @@ impl HttpTransport {
         }
     }
 
-    /// The headers of every attempt of one send: the transport's and the
-    /// call's own, and the idempotency key; the token is set last on each
-    /// attempt, so nothing a caller gave can stand in for it.
-    fn request_headers(&self, extra: HeaderMap, key: Option<&IdempotencyKey>) -> HeaderMap {
-        let mut headers = HeaderMap::with_capacity(5 + self.inner.headers.len() + extra.len());
+    /// The headers of one attempt: the transport's and the call's own, the
+    /// idempotency key, and the token, set last, so nothing a caller gave
+    /// can stand in for it. Built whole for each attempt, with room for what
+    /// the HTTP stack adds (`user-agent`, `host`, `content-length`), so the
+    /// map the request goes out with is allocated once and never grows.
+    fn request_headers(
+        &self,
+        extra: &HeaderMap,
+        key: Option<&IdempotencyKey>,
+        token: &HeaderValue,
+    ) -> HeaderMap {
+        const ADDED: usize = 3;
+        let room = 4 + ADDED + self.inner.headers.len() + extra.len();
+        let mut headers = HeaderMap::with_capacity(room);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         for (name, value) in self.inner.headers.iter().chain(extra.iter()) {
@@ -473,6 +481,7 @@ impl HttpTransport {
         if let Some(key) = key {
             key.apply(&mut headers);
         }
+        headers.insert(AUTHORIZATION, token.clone());
         headers
     }
 
