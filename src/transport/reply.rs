@@ -11,10 +11,11 @@ use std::time::SystemTime;
 
 use reqwest::header::HeaderMap;
 
-use super::body::{read_answer, read_head};
+use super::body::read_head;
 use super::deadline::Deadline;
 use super::door::at_the_door;
 use super::incoming::Incoming;
+use super::short::read_text;
 use crate::conceal::Concealer;
 use crate::meter::Meter;
 use crate::refusal::Refusal;
@@ -162,7 +163,7 @@ impl Reading<'_> {
         }
         let request_id = shown_request_id(&headers, self.concealer);
         let fields = Fields::read(&headers, SystemTime::now());
-        let text = read_answer(
+        let text = read_text(
             &mut incoming,
             cap,
             self.deadline,
