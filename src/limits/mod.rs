@@ -123,10 +123,11 @@ impl Limits {
     /// within the shared hold's wait (a Redis that does not answer in time
     /// changes nothing now; its late answer is used by the next attempt).
     pub(crate) async fn admit(&self, policy: &RetryPolicy, deadline: Instant) -> Gate {
+        let now = Instant::now();
         if !self.respect {
-            return Gate::Open(self.budget.start(Instant::now(), false));
+            return Gate::Open(self.budget.start(now, false));
         }
-        if let Some(gate) = self.closed(Instant::now(), policy, deadline) {
+        if let Some(gate) = self.closed(now, policy, deadline) {
             return gate;
         }
         #[cfg(feature = "redis")]
@@ -151,9 +152,11 @@ impl Limits {
                 return gate;
             }
         }
+        // Without a fleet nothing was awaited since `now`.
         #[cfg(not(feature = "redis"))]
         let probe = false;
-        Gate::Open(self.budget.start(Instant::now(), probe))
+        let now = if self.fleet() { Instant::now() } else { now };
+        Gate::Open(self.budget.start(now, probe))
     }
 
     /// What the fleet said at `at`: its hold kept as this process's own,
@@ -368,6 +371,11 @@ impl Limits {
     /// if any: a latch belongs to the token it judged, and a newer token (a
     /// file that rotated) clears it.
     pub(crate) fn latched(&self, now: Instant, generation: u64) -> Option<Latched> {
+        // Only a latch that is set latches: with none, no send waits on the
+        // lock.
+        if self.latch_for.is_none() {
+            return None;
+        }
         let mut latch = self
             .latch
             .lock()
