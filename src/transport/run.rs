@@ -212,12 +212,30 @@ impl HttpTransport {
         elapsed: std::time::Duration,
     ) {
         self.inner.meter.sent(Ok(()), Some(elapsed), false);
-        span.record("attempts", attempts);
-        span.record("status", status);
-        if let Some(id) = request_id {
-            span.record("request_id", id);
+        // The fields an answer sets, recorded at once: a subscriber is
+        // called once for them, and with none nothing is looked up.
+        if span.is_disabled() {
+            return;
         }
-        record_elapsed(span, elapsed);
+        let Some(fields) = span.metadata().map(tracing::Metadata::fields) else {
+            return;
+        };
+        let elapsed_ms = millis(elapsed);
+        let field = |name| fields.field(name);
+        if let (Some(a), Some(s), Some(r), Some(e)) = (
+            field("attempts"),
+            field("status"),
+            field("request_id"),
+            field("elapsed_ms"),
+        ) {
+            let request_id = request_id.as_ref().map(|id| id as &dyn tracing::Value);
+            span.record_all(&fields.value_set(&[
+                (&a, Some(&attempts as &dyn tracing::Value)),
+                (&s, Some(&status as &dyn tracing::Value)),
+                (&r, request_id),
+                (&e, Some(&elapsed_ms as &dyn tracing::Value)),
+            ]));
+        }
     }
 
     /// The meter, the span and the refusal event of a send that ended in a
