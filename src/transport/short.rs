@@ -111,3 +111,136 @@ impl<I: Incoming> Incoming for Replay<'_, I> {
         self.response.chunk().await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::*;
+
+    const SECRET: &str = "mw-short-0123456789abcdef";
+
+    /// A body in the pieces given, each a piece or a failure, with the
+    /// length it declares.
+    struct Scripted {
+        declared: Option<u64>,
+        pieces: VecDeque<Result<Bytes, Failure>>,
+    }
+
+    impl Incoming for Scripted {
+        fn status(&self) -> u16 {
+            200
+        }
+
+        fn take_headers(&mut self) -> HeaderMap {
+            HeaderMap::new()
+        }
+
+        fn content_length(&self) -> Option<u64> {
+            self.declared
+        }
+
+        async fn chunk(&mut self) -> Result<Option<Bytes>, Failure> {
+            self.pieces.pop_front().transpose()
+        }
+    }
+
+    fn scripted(declared: Option<u64>, pieces: &[Result<&'static str, Failure>]) -> Scripted {
+        Scripted {
+            declared,
+            pieces: pieces
+                .iter()
+                .map(|piece| {
+                    piece
+                        .clone()
+                        .map(|text| Bytes::from_static(text.as_bytes()))
+                })
+                .collect(),
+        }
+    }
+
+    /// What `read_text` and the streaming reader give for the same body,
+    /// with the bytes each meter counted.
+    fn both(
+        declared: Option<u64>,
+        pieces: &[Result<&'static str, Failure>],
+        cap: u64,
+    ) -> [(Result<String, (Failure, u64)>, u64); 2] {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        let concealer = Concealer::new([SECRET]);
+        runtime.block_on(async {
+            let deadline = Deadline::new(Instant::now(), Duration::from_secs(10));
+            let (ours, streamed) = (Meter::default(), Meter::default());
+            let mut body = scripted(declared, pieces);
+            let short = read_text(&mut body, cap, deadline, &ours, &concealer).await;
+            let mut body = scripted(declared, pieces);
+            let whole = read_answer(&mut body, cap, deadline, &streamed, &concealer).await;
+            [
+                (short, ours.snapshot().bytes_received()),
+                (whole, streamed.snapshot().bytes_received()),
+            ]
+        })
+    }
+
+    #[test]
+    fn a_short_body_in_one_piece_is_concealed_as_the_streaming_reader_conceals_it() {
+        let body = "{\"text\":\"mw-short-0123456789abcdef\"}";
+        let [short, whole] = both(Some(body.len() as u64), &[Ok(body)], 1024);
+        assert_eq!(short, whole);
+        assert_eq!(short.0.as_deref(), Ok("{\"text\":\"[redacted]\"}"));
+        assert_eq!(short.1, body.len() as u64, "the piece is counted");
+    }
+
+    #[test]
+    fn a_body_in_pieces_or_cut_short_reads_as_the_streaming_reader_reads_it() {
+        // A secret split across two pieces; a piece more than declared; a
+        // failure after the first piece, declared longer or as long as it;
+        // a body with no declared length; an empty body.
+        let cases: [(Option<u64>, Vec<Result<&'static str, Failure>>); 6] = [
+            (
+                Some(33),
+                vec![Ok("{\"t\":\"mw-short-01234"), Ok("56789abcdef\"}")],
+            ),
+            (Some(3), vec![Ok("abc"), Ok("def")]),
+            (Some(9), vec![Ok("abc"), Err(Failure::ConnectionReset)]),
+            (Some(3), vec![Ok("abc"), Err(Failure::ConnectionReset)]),
+            (None, vec![Ok("mw-short-0123456789abcdef")]),
+            (Some(0), vec![]),
+        ];
+        for (declared, pieces) in cases {
+            let [short, whole] = both(declared, &pieces, 1024);
+            assert_eq!(short, whole, "{pieces:?}");
+        }
+    }
+
+    #[test]
+    fn a_piece_past_the_cap_or_not_utf8_is_refused_as_before() {
+        let cases: [(&'static str, u64); 3] = [("abcdef", 3), ("abc", 0), ("caf\u{e9}", 4)];
+        for (piece, cap) in cases {
+            let [short, whole] = both(Some(piece.len() as u64), &[Ok(piece)], cap);
+            assert_eq!(short, whole, "{piece:?} under a cap of {cap}");
+            assert!(short.0.is_err(), "{piece:?} under a cap of {cap}");
+        }
+        // Not UTF-8: a lone continuation byte, declared whole.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        let concealer = Concealer::new([SECRET]);
+        let failure = runtime.block_on(async {
+            let deadline = Deadline::new(Instant::now(), Duration::from_secs(10));
+            let mut body = Scripted {
+                declared: Some(2),
+                pieces: VecDeque::from([Ok(Bytes::from_static(b"a\x80"))]),
+            };
+            read_text(&mut body, 1024, deadline, &Meter::default(), &concealer).await
+        });
+        assert_eq!(failure, Err((Failure::AnswerNotUtf8, 2)));
+    }
+}
