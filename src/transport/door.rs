@@ -93,11 +93,7 @@ pub(crate) fn at_the_door(headers: HeaderMap, concealer: &Concealer) -> HeaderMa
 
 /// `text` as it is when it is shorter than every form of a secret, else
 /// concealed.
-fn short_or_concealed<'t>(
-    text: &'t str,
-    shortest: usize,
-    concealer: &Concealer,
-) -> Cow<'t, str> {
+fn short_or_concealed<'t>(text: &'t str, shortest: usize, concealer: &Concealer) -> Cow<'t, str> {
     if text.len() < shortest {
         Cow::Borrowed(text)
     } else {

@@ -39,6 +39,9 @@ pub(super) async fn read_text(
 ) -> Result<String, (Failure, u64)> {
     let short = usize::try_from(cap).map_or(SHORT, |cap| cap.min(SHORT));
     let passed = || Failure::Deadline { ms: deadline.ms() };
+    // Read before the first piece: what reqwest tells is what is left of
+    // the body, not what was declared.
+    let declared = response.content_length();
     let first = match timeout_at(deadline.at(), response.chunk()).await {
         Ok(Ok(Some(piece))) => piece,
         Ok(Ok(None)) => return Ok(String::new()),
@@ -47,6 +50,7 @@ pub(super) async fn read_text(
     };
     let mut replay = Replay {
         response,
+        declared,
         first: None,
         second: None,
         failed: None,
@@ -55,7 +59,6 @@ pub(super) async fn read_text(
     // the body is awaited: the end is then already on its way, and a piece
     // held while more is awaited would keep the HTTP client's read buffer
     // alive with it.
-    let declared = replay.response.content_length();
     let whole = (first.len() <= short && declared == u64::try_from(first.len()).ok())
         .then(|| std::str::from_utf8(&first).ok())
         .flatten();
@@ -83,6 +86,8 @@ pub(super) async fn read_text(
 /// rest.
 struct Replay<'a, I> {
     response: &'a mut I,
+    /// What the answer declared before any piece was read.
+    declared: Option<u64>,
     first: Option<Bytes>,
     second: Option<Bytes>,
     failed: Option<Failure>,
@@ -98,7 +103,7 @@ impl<I: Incoming> Incoming for Replay<'_, I> {
     }
 
     fn content_length(&self) -> Option<u64> {
-        self.response.content_length()
+        self.declared
     }
 
     async fn chunk(&mut self) -> Result<Option<Bytes>, Failure> {
@@ -124,7 +129,8 @@ mod tests {
     const SECRET: &str = "mw-short-0123456789abcdef";
 
     /// A body in the pieces given, each a piece or a failure, with the
-    /// length it declares.
+    /// length it declares; as reqwest's, its length is what is left of it
+    /// once pieces were read.
     struct Scripted {
         declared: Option<u64>,
         pieces: VecDeque<Result<Bytes, Failure>>,
@@ -144,7 +150,11 @@ mod tests {
         }
 
         async fn chunk(&mut self) -> Result<Option<Bytes>, Failure> {
-            self.pieces.pop_front().transpose()
+            let piece = self.pieces.pop_front().transpose()?;
+            if let (Some(left), Some(piece)) = (&mut self.declared, &piece) {
+                *left = left.saturating_sub(piece.len() as u64);
+            }
+            Ok(piece)
         }
     }
 
