@@ -42,7 +42,7 @@ pub(super) async fn read_text(
     // Read before the first piece: what reqwest tells is what is left of
     // the body, not what was declared.
     let declared = response.content_length();
-    let first = match timeout_at(deadline.at(), response.chunk()).await {
+    let first = match within(deadline, response.chunk()).await {
         Ok(Ok(Some(piece))) => piece,
         Ok(Ok(None)) => return Ok(String::new()),
         Ok(Err(failure)) => return Err((failure, 0)),
@@ -64,7 +64,7 @@ pub(super) async fn read_text(
         .flatten();
     if let Some(text) = whole {
         let arrived = u64::try_from(first.len()).unwrap_or(u64::MAX);
-        match timeout_at(deadline.at(), replay.response.chunk()).await {
+        match within(deadline, replay.response.chunk()).await {
             Ok(Ok(None)) => {
                 meter.received(first.len());
                 return Ok(concealer.conceal(text).into_owned());
@@ -79,6 +79,28 @@ pub(super) async fn read_text(
     }
     replay.first = Some(first);
     read_answer(&mut replay, cap, deadline, meter, concealer).await
+}
+
+/// `read` within the deadline, as `timeout_at` would run it (a read that is
+/// ready is taken even past the deadline), with no timer set for a read
+/// that is ready when first polled: a short answer's pieces usually are,
+/// and a timer costs a lookup of the runtime and a place in its wheel.
+async fn within<F: std::future::Future>(
+    deadline: Deadline,
+    read: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    let mut read = std::pin::pin!(read);
+    let ready = std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match read.as_mut().poll(cx) {
+            std::task::Poll::Ready(output) => Some(output),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await;
+    match ready {
+        Some(output) => Ok(output),
+        None => timeout_at(deadline.at(), read).await,
+    }
 }
 
 /// An answer whose first pieces (or the failure that came after the
