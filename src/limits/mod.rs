@@ -367,6 +367,13 @@ impl Limits {
         }
     }
 
+    /// [`Limits::latched`] now, the clock read only when a latch is
+    /// configured.
+    pub(crate) fn latched_now(&self, generation: u64) -> Option<Latched> {
+        self.latch_for?;
+        self.latched(Instant::now(), generation)
+    }
+
     /// The latched refusal in force at `now` for the token of `generation`,
     /// if any: a latch belongs to the token it judged, and a newer token (a
     /// file that rotated) clears it.

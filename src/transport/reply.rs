@@ -125,7 +125,7 @@ impl Reading<'_> {
             status,
             request_id: shown_request_id(&headers, self.concealer),
             content_type,
-            fields: Fields::read(&headers, SystemTime::now()),
+            fields: Fields::read_now(&headers),
             body: Box::pin(body),
         })
     }
@@ -162,7 +162,7 @@ impl Reading<'_> {
             return Err(after_head(failure, 0));
         }
         let request_id = shown_request_id(&headers, self.concealer);
-        let fields = Fields::read(&headers, SystemTime::now());
+        let fields = Fields::read_now(&headers);
         let text = read_text(
             &mut incoming,
             cap,

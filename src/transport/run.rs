@@ -321,9 +321,10 @@ impl HttpTransport {
         // The deadline covers the token file's read too: a read that
         // cannot end in time keeps the last good token.
         let deadline = Deadline::new(started, options.deadline.unwrap_or(self.inner.deadline));
+        // The send has just started: its clock reading is now's.
         let current = target
             .token
-            .current(Instant::now(), deadline.at(), concealer)
+            .current(started, deadline.at(), concealer)
             .await;
         let mut token = match current {
             Ok(token) => token,
@@ -333,7 +334,7 @@ impl HttpTransport {
                 return (Err(refusal), Reach::Unsent);
             }
         };
-        if let Some(latched) = limits.latched(Instant::now(), token.generation) {
+        if let Some(latched) = limits.latched_now(token.generation) {
             // The latch belongs to the token it judged: while it stands,
             // every send looks at the file again (a read, not a request),
             // and a token the file has since replaced goes out.
@@ -489,7 +490,7 @@ impl HttpTransport {
         token: &HeaderValue,
     ) -> HeaderMap {
         const ADDED: usize = 3;
-        let room = 4 + ADDED + self.inner.headers.len() + extra.len();
+        let room = 3 + usize::from(key.is_some()) + ADDED + self.inner.headers.len() + extra.len();
         let mut headers = HeaderMap::with_capacity(room);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
