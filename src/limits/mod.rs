@@ -116,14 +116,19 @@ impl Limits {
         self
     }
 
-    /// What an attempt meets before it goes, at the moment it would go:
+    /// What an attempt meets before it goes, at the moment it would go
+    /// (`now`, which the caller read):
     /// a hold or a spent window it may wait out ([`Gate::Wait`]) or that
     /// refuses it, or leave to go, with one taken from the budget. With a
     /// shared hold, the fleet's hold and budget are asked in one round trip
     /// within the shared hold's wait (a Redis that does not answer in time
     /// changes nothing now; its late answer is used by the next attempt).
-    pub(crate) async fn admit(&self, policy: &RetryPolicy, deadline: Instant) -> Gate {
-        let now = Instant::now();
+    pub(crate) async fn admit(
+        &self,
+        policy: &RetryPolicy,
+        deadline: Instant,
+        now: Instant,
+    ) -> Gate {
         if !self.respect {
             return Gate::Open(self.budget.start(now, false));
         }

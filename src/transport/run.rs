@@ -109,7 +109,12 @@ impl HttpTransport {
             .attempts(post, &Whole, body, options, started, &span)
             .instrument(span.clone())
             .await;
-        let elapsed = started.elapsed();
+        // An answer took until its body had been read, when the clock was
+        // read already; a refusal, until now.
+        let elapsed = match &outcome {
+            Ok(got) => got.at.saturating_duration_since(started),
+            Err(_) => started.elapsed(),
+        };
         match outcome {
             Ok(Got {
                 got: received,
@@ -367,8 +372,12 @@ impl HttpTransport {
         let mut history: Vec<String> = Vec::new();
         let mut attempt = 0;
         let mut waited = false;
+        // A token given once was had without a wait: the first attempt
+        // goes at the send's start, and the clock need not be read again.
+        let mut at_start = target.token.file().is_none().then_some(started);
         loop {
-            let admitted = match limits.admit(policy, deadline.at()).await {
+            let now = at_start.take().unwrap_or_else(Instant::now);
+            let admitted = match limits.admit(policy, deadline.at(), now).await {
                 Gate::Open(ticket) => Ok(ticket),
                 Gate::Wait(until) => {
                     waited = true;
@@ -414,6 +423,7 @@ impl HttpTransport {
                         deadline,
                         history,
                         key: key_text.map(str::to_owned),
+                        at: now,
                     };
                     return (Ok(got), Reach::Wire);
                 }
@@ -542,6 +552,8 @@ pub(crate) struct Got<T> {
     deadline: Deadline,
     history: Vec<String>,
     key: Option<String>,
+    /// When its last attempt's reply had been read.
+    at: Instant,
 }
 
 fn record_elapsed(span: &tracing::Span, elapsed: std::time::Duration) {
