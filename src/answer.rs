@@ -27,9 +27,11 @@ pub struct Answer {
     elapsed: Duration,
     /// The response's headers as the door kept them: concealed values, each
     /// UTF-8 text, none that carries a credential. Kept as the map the door
-    /// built rather than copied out into strings: most answers' headers
-    /// are never read.
-    received: HeaderMap,
+    /// built rather than copied out into strings (most answers' headers
+    /// are never read), and boxed, so an answer held by value (in a
+    /// `Result`, in a caller's enum) stays small; an answer that received
+    /// none holds none.
+    received: Option<Box<HeaderMap>>,
     /// Headers given with [`Answer::with_header`], read before those
     /// received.
     headers: Vec<(String, String)>,
@@ -58,7 +60,7 @@ impl Answer {
             request_id: None,
             attempts: 1,
             elapsed: Duration::ZERO,
-            received: HeaderMap::new(),
+            received: None,
             headers: Vec::new(),
             usage: None,
         }
@@ -115,7 +117,7 @@ impl Answer {
             request_id,
             attempts: 1,
             elapsed: Duration::ZERO,
-            received,
+            received: (!received.is_empty()).then(|| Box::new(received)),
             headers: Vec::new(),
         }
     }
@@ -169,6 +171,7 @@ impl Answer {
         // has its invalid bytes replaced), so none fails here.
         given.or_else(|| {
             self.received
+                .as_ref()?
                 .get_all(name)
                 .iter()
                 .next_back()
@@ -178,10 +181,14 @@ impl Answer {
 
     /// Every header, received first, then given, as `(name, value)`.
     fn all_headers(&self) -> impl Iterator<Item = (&str, &str)> {
-        let received = self.received.iter().map(|(name, value)| {
-            let value = std::str::from_utf8(value.as_bytes()).unwrap_or_default();
-            (name.as_str(), value)
-        });
+        let received = self
+            .received
+            .iter()
+            .flat_map(|map| map.iter())
+            .map(|(name, value)| {
+                let value = std::str::from_utf8(value.as_bytes()).unwrap_or_default();
+                (name.as_str(), value)
+            });
         let given = self
             .headers
             .iter()

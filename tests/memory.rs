@@ -885,16 +885,17 @@ fn a_small_answer_costs_few_allocations_beside_bare_reqwest() {
     let theirs = theirs as f64 / SMALL_SENDS as f64;
     println!("allocations per small send: {ours:.1}, bare reqwest {theirs:.1}");
     // 76 before a small answer was read for only what it needs (bare
-    // reqwest: 53), 53 since: gone are the door's copy of the head and each
+    // reqwest: 53), 54 since: gone are the door's copy of the head and each
     // header copied into two strings, the headers built twice and copied
     // into a builder's map, the stream concealer's set-up and its output
-    // grown to fit, a folded content type, a request id copied once more.
+    // grown to fit, a folded content type, a request id copied once more;
+    // added is the box the answer keeps its headers in.
     assert!(
-        ours <= 55.0,
-        "{ours} allocations per small send, past the 53 it took (bare reqwest: {theirs})"
+        ours <= 56.0,
+        "{ours} allocations per small send, past the 54 it took (bare reqwest: {theirs})"
     );
     assert!(
-        ours <= theirs + 2.0,
+        ours <= theirs + 3.0,
         "{ours} allocations per small send, bare reqwest {theirs}"
     );
 }

@@ -385,9 +385,7 @@ impl Limits {
     pub(crate) fn latched(&self, now: Instant, generation: u64) -> Option<Latched> {
         // Only a latch that is set latches: with none, no send waits on the
         // lock.
-        if self.latch_for.is_none() {
-            return None;
-        }
+        self.latch_for?;
         let mut latch = self
             .latch
             .lock()

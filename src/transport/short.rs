@@ -194,13 +194,18 @@ mod tests {
         }
     }
 
-    /// What `read_text` and the streaming reader give for the same body,
-    /// with the bytes each meter counted.
+    /// What a reader gave, and the bytes its meter counted.
+    type Read = (Result<String, (Failure, u64)>, u64);
+
+    /// A body's pieces, each a piece or a failure.
+    type Pieces = Vec<Result<&'static str, Failure>>;
+
+    /// What `read_text` and the streaming reader give for the same body.
     fn both(
         declared: Option<u64>,
         pieces: &[Result<&'static str, Failure>],
         cap: u64,
-    ) -> [(Result<String, (Failure, u64)>, u64); 2] {
+    ) -> [Read; 2] {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -234,7 +239,7 @@ mod tests {
         // A secret split across two pieces; a piece more than declared; a
         // failure after the first piece, declared longer or as long as it;
         // a body with no declared length; an empty body.
-        let cases: [(Option<u64>, Vec<Result<&'static str, Failure>>); 6] = [
+        let cases: [(Option<u64>, Pieces); 6] = [
             (
                 Some(33),
                 vec![Ok("{\"t\":\"mw-short-01234"), Ok("56789abcdef\"}")],
