@@ -1,7 +1,9 @@
 //! The engine's answer: a `2xx` body, as concealed text.
 
+use std::fmt;
 use std::time::Duration;
 
+use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
 
 use crate::usage::Usage;
@@ -16,15 +18,22 @@ use crate::usage::Usage;
 /// assert_eq!(answer.attempts(), 1);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Answer {
     status: u16,
     text: String,
     request_id: Option<String>,
     attempts: u32,
     elapsed: Duration,
-    /// The response's headers as the door kept them: lower-case names,
-    /// concealed values, none that carries a credential.
+    /// The response's headers as the door kept them: concealed values, each
+    /// UTF-8 text, none that carries a credential. Kept as the map the door
+    /// built rather than copied out into strings (most answers' headers
+    /// are never read), and boxed, so an answer held by value (in a
+    /// `Result`, in a caller's enum) stays small; an answer that received
+    /// none holds none.
+    received: Option<Box<HeaderMap>>,
+    /// Headers given with [`Answer::with_header`], read before those
+    /// received.
     headers: Vec<(String, String)>,
     usage: Option<Usage>,
 }
@@ -51,6 +60,7 @@ impl Answer {
             request_id: None,
             attempts: 1,
             elapsed: Duration::ZERO,
+            received: None,
             headers: Vec::new(),
             usage: None,
         }
@@ -97,7 +107,7 @@ impl Answer {
         status: u16,
         text: String,
         request_id: Option<String>,
-        headers: Vec<(String, String)>,
+        received: HeaderMap,
     ) -> Answer {
         Answer {
             status,
@@ -107,7 +117,8 @@ impl Answer {
             request_id,
             attempts: 1,
             elapsed: Duration::ZERO,
-            headers,
+            received: (!received.is_empty()).then(|| Box::new(received)),
+            headers: Vec::new(),
         }
     }
 
@@ -150,11 +161,39 @@ impl Answer {
     /// ending in `-token` or `-secret`, …) are not kept, and a value that is
     /// not text reads with its invalid bytes replaced.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
+        let given = self
+            .headers
             .iter()
             .rev()
             .find(|(kept, _)| kept.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+            .map(|(_, value)| value.as_str());
+        // The door kept every value as UTF-8 text (a value that was not
+        // has its invalid bytes replaced), so none fails here.
+        given.or_else(|| {
+            self.received
+                .as_ref()?
+                .get_all(name)
+                .iter()
+                .next_back()
+                .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
+        })
+    }
+
+    /// Every header, received first, then given, as `(name, value)`.
+    fn all_headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        let received = self
+            .received
+            .iter()
+            .flat_map(|map| map.iter())
+            .map(|(name, value)| {
+                let value = std::str::from_utf8(value.as_bytes()).unwrap_or_default();
+                (name.as_str(), value)
+            });
+        let given = self
+            .headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()));
+        received.chain(given)
     }
 
     /// How many requests went to the wire for this answer.
@@ -175,3 +214,41 @@ impl Answer {
         self.elapsed
     }
 }
+
+/// As a derived `Debug` would print it, the headers as one list of
+/// `(name, value)` pairs, received first: every value is concealed.
+impl fmt::Debug for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Headers<'a>(&'a Answer);
+        impl fmt::Debug for Headers<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_list().entries(self.0.all_headers()).finish()
+            }
+        }
+        f.debug_struct("Answer")
+            .field("status", &self.status)
+            .field("text", &self.text)
+            .field("request_id", &self.request_id)
+            .field("attempts", &self.attempts)
+            .field("elapsed", &self.elapsed)
+            .field("headers", &Headers(self))
+            .field("usage", &self.usage)
+            .finish()
+    }
+}
+
+/// Two answers are equal when their parts are, the headers compared as
+/// one list, received first, as the answer reads them.
+impl PartialEq for Answer {
+    fn eq(&self, other: &Answer) -> bool {
+        self.status == other.status
+            && self.text == other.text
+            && self.request_id == other.request_id
+            && self.attempts == other.attempts
+            && self.elapsed == other.elapsed
+            && self.usage == other.usage
+            && self.all_headers().eq(other.all_headers())
+    }
+}
+
+impl Eq for Answer {}

@@ -402,6 +402,18 @@ impl Concealer {
         replace(text, &self.spans_by(text, decoding))
     }
 
+    /// The length in bytes below which [`Concealer::conceal`] returns any
+    /// text unchanged (no form of a secret is shorter), so a caller with
+    /// many short texts, an answer's headers, loads the secrets once for
+    /// all of them rather than once for each.
+    pub(crate) fn leaves_shorter_than(&self) -> usize {
+        match &self.state().matcher {
+            Matcher::Nothing => usize::MAX,
+            Matcher::FailClosed => 1,
+            Matcher::Automaton(search) => search.shortest,
+        }
+    }
+
     /// What [`Concealer::conceal`] replaces in `text`: sorted, disjoint
     /// spans, each one marker.
     pub(super) fn spans(&self, text: &str) -> Vec<(usize, usize)> {

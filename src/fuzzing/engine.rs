@@ -94,8 +94,8 @@ impl Incoming for Body {
         self.status
     }
 
-    fn headers(&self) -> &HeaderMap {
-        &self.headers
+    fn take_headers(&mut self) -> HeaderMap {
+        std::mem::take(&mut self.headers)
     }
 
     fn content_length(&self) -> Option<u64> {

@@ -118,17 +118,23 @@ impl Limits {
         self
     }
 
-    /// What an attempt meets before it goes, at the moment it would go:
+    /// What an attempt meets before it goes, at the moment it would go
+    /// (`now`, which the caller read):
     /// a hold or a spent window it may wait out ([`Gate::Wait`]) or that
     /// refuses it, or leave to go, with one taken from the budget. With a
     /// shared hold, the fleet's hold and budget are asked in one round trip
     /// within the shared hold's wait (a Redis that does not answer in time
     /// changes nothing now; its late answer is used by the next attempt).
-    pub(crate) async fn admit(&self, policy: &RetryPolicy, deadline: Instant) -> Gate {
+    pub(crate) async fn admit(
+        &self,
+        policy: &RetryPolicy,
+        deadline: Instant,
+        now: Instant,
+    ) -> Gate {
         if !self.respect {
-            return Gate::Open(self.budget.start(Instant::now(), false));
+            return Gate::Open(self.budget.start(now, false));
         }
-        if let Some(gate) = self.closed(Instant::now(), policy, deadline) {
+        if let Some(gate) = self.closed(now, policy, deadline) {
             return gate;
         }
         #[cfg(feature = "redis")]
@@ -153,9 +159,11 @@ impl Limits {
                 return gate;
             }
         }
+        // Without a fleet nothing was awaited since `now`.
         #[cfg(not(feature = "redis"))]
         let probe = false;
-        Gate::Open(self.budget.start(Instant::now(), probe))
+        let now = if self.fleet() { Instant::now() } else { now };
+        Gate::Open(self.budget.start(now, probe))
     }
 
     /// What the fleet said at `at`: its hold kept as this process's own,
@@ -353,10 +361,20 @@ impl Limits {
         }
     }
 
+    /// [`Limits::latched`] now, the clock read only when a latch is
+    /// configured.
+    pub(crate) fn latched_now(&self, generation: u64) -> Option<Latched> {
+        self.latch_for?;
+        self.latched(Instant::now(), generation)
+    }
+
     /// The latched refusal in force at `now` for the token of `generation`,
     /// if any: a latch belongs to the token it judged, and a newer token (a
     /// file that rotated) clears it.
     pub(crate) fn latched(&self, now: Instant, generation: u64) -> Option<Latched> {
+        // Only a latch that is set latches: with none, no send waits on the
+        // lock.
+        self.latch_for?;
         let mut latch = self.latch.lock_unpoisoned();
         if latch
             .as_ref()

@@ -23,11 +23,11 @@ pub(crate) fn error_in_answer(
     mut history: Vec<String>,
     key: Option<&str>,
 ) -> Option<Refusal> {
+    // The door kept every value as UTF-8 text.
     let content_type = received
         .headers
-        .iter()
-        .find(|(name, _)| name == "content-type")
-        .map(|(_, value)| value.as_str());
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| std::str::from_utf8(value.as_bytes()).ok());
     let refusal = error_in_text(
         &received.text,
         content_type,
@@ -59,12 +59,7 @@ fn error_in_text(
     concealer: &Concealer,
     status: u16,
 ) -> Option<Refusal> {
-    let media = content_type?
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let media = content_type?.split(';').next().unwrap_or_default().trim();
     let answered = |events: Option<u64>| Answered {
         status,
         bytes: u64::try_from(text.len()).unwrap_or(u64::MAX),
@@ -72,51 +67,52 @@ fn error_in_text(
     };
     let mut lines = Lines::default();
     let mut at = 0;
-    match media.as_str() {
-        "text/event-stream" => {
-            let mut event = Gathered::default();
-            let mut events = 0u64;
-            while let Some((line, _)) = lines.next(text, &mut at) {
-                if !line.is_empty() {
-                    event.field(line);
-                    continue;
-                }
-                let Some(gathered) = event.dispatch() else {
-                    continue;
-                };
-                let data = concealer.conceal(&gathered.data);
-                if data.trim() == "[DONE]" {
-                    return None;
-                }
-                let refusal = error_refusal(
-                    Some(site),
-                    concealer,
-                    answered(Some(events)),
-                    gathered.event.as_deref(),
-                    &data,
-                );
-                if refusal.is_some() {
-                    return refusal;
-                }
-                events = events.saturating_add(1);
+    // Compared without case, not folded: most answers are JSON, and a
+    // folded copy would be made for every one of them.
+    let is = |name: &str| media.eq_ignore_ascii_case(name);
+    if is("text/event-stream") {
+        let mut event = Gathered::default();
+        let mut events = 0u64;
+        while let Some((line, _)) = lines.next(text, &mut at) {
+            if !line.is_empty() {
+                event.field(line);
+                continue;
             }
-            None
-        }
-        "application/x-ndjson" | "application/jsonl" => {
-            let read = |line: &str| {
-                (!line.trim().is_empty())
-                    .then(|| error_refusal(Some(site), concealer, answered(None), None, line))
-                    .flatten()
+            let Some(gathered) = event.dispatch() else {
+                continue;
             };
-            while let Some((line, _)) = lines.next(text, &mut at) {
-                if let Some(refusal) = read(line) {
-                    return Some(refusal);
-                }
+            let data = concealer.conceal(&gathered.data);
+            if data.trim() == "[DONE]" {
+                return None;
             }
-            // The last line may end without a line break.
-            read(&text[at..])
+            let refusal = error_refusal(
+                Some(site),
+                concealer,
+                answered(Some(events)),
+                gathered.event.as_deref(),
+                &data,
+            );
+            if refusal.is_some() {
+                return refusal;
+            }
+            events = events.saturating_add(1);
         }
-        _ => None,
+        None
+    } else if is("application/x-ndjson") || is("application/jsonl") {
+        let read = |line: &str| {
+            (!line.trim().is_empty())
+                .then(|| error_refusal(Some(site), concealer, answered(None), None, line))
+                .flatten()
+        };
+        while let Some((line, _)) = lines.next(text, &mut at) {
+            if let Some(refusal) = read(line) {
+                return Some(refusal);
+            }
+        }
+        // The last line may end without a line break.
+        read(&text[at..])
+    } else {
+        None
     }
 }
 

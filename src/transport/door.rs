@@ -6,6 +6,8 @@
 //! no parser can cut a token in half, fold its case, or turn a digits-only
 //! token into a number.
 
+use std::borrow::Cow;
+
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::conceal::Concealer;
@@ -42,34 +44,61 @@ fn carries_credential(name: &HeaderName) -> bool {
 
 /// The headers of an answer as the crate keeps them: every one but those
 /// that carry a credential or whose name holds a secret, each value
-/// concealed. A value the concealer
-/// changed keeps its `[redacted]` (still a valid header value), so a
-/// parser that reads it finds no number and no token.
-pub(crate) fn at_the_door(headers: &HeaderMap, concealer: &Concealer) -> HeaderMap {
-    let mut concealed = HeaderMap::with_capacity(headers.len());
+/// concealed and kept as UTF-8 text (a value that is not has its invalid
+/// bytes replaced, as every reader of it would read it). A value the
+/// concealer changed keeps its `[redacted]` (still a valid header value),
+/// so a parser that reads it finds no number and no token.
+///
+/// The secrets are loaded once for the whole head, and a name or a value
+/// shorter than any form of one (most are) is kept as it came, with no
+/// call of its own; a head with nothing to leave out or change (most are)
+/// is kept as the map it came in.
+pub(crate) fn at_the_door(headers: HeaderMap, concealer: &Concealer) -> HeaderMap {
+    let shortest = concealer.leaves_shorter_than();
     // A name the concealer would change held a secret: the header goes,
     // since no name can be `[redacted]` in its place.
     let kept = |name: &HeaderName| {
         !carries_credential(name)
             && matches!(
-                concealer.conceal(name.as_str()),
-                std::borrow::Cow::Borrowed(_)
+                short_or_concealed(name.as_str(), shortest, concealer),
+                Cow::Borrowed(_)
             )
     };
-    for (name, value) in headers.iter().filter(|(name, _)| kept(name)) {
+    let changed = |value: &HeaderValue| {
         let text = String::from_utf8_lossy(value.as_bytes());
-        let value = match concealer.conceal(&text) {
-            std::borrow::Cow::Borrowed(_) => value.clone(),
-            std::borrow::Cow::Owned(text) => match HeaderValue::from_bytes(text.as_bytes()) {
+        match (short_or_concealed(&text, shortest, concealer), &text) {
+            (Cow::Borrowed(_), Cow::Borrowed(_)) => None,
+            (concealed, _) => Some(match HeaderValue::from_bytes(concealed.as_bytes()) {
                 Ok(value) => value,
-                // Only a value that was not text can fail here; it held a
-                // secret, so it is dropped rather than kept raw.
+                // The replacement character and the concealer's marker
+                // are valid header bytes, so this is never reached; were
+                // it, the value would be dropped rather than kept raw.
                 Err(_) => HeaderValue::from_static(crate::conceal::REDACTED),
-            },
-        };
+            }),
+        }
+    };
+    if headers
+        .iter()
+        .all(|(name, value)| kept(name) && changed(value).is_none())
+    {
+        return headers;
+    }
+    let mut concealed = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers.iter().filter(|(name, _)| kept(name)) {
+        let value = changed(value).unwrap_or_else(|| value.clone());
         concealed.append(name.clone(), value);
     }
     concealed
+}
+
+/// `text` as it is when it is shorter than every form of a secret, else
+/// concealed.
+fn short_or_concealed<'t>(text: &'t str, shortest: usize, concealer: &Concealer) -> Cow<'t, str> {
+    if text.len() < shortest {
+        Cow::Borrowed(text)
+    } else {
+        concealer.conceal(text)
+    }
 }
 
 #[cfg(test)]
@@ -91,7 +120,7 @@ mod tests {
                 HeaderValue::from_static(value),
             );
         }
-        let kept = at_the_door(&headers, &concealer);
+        let kept = at_the_door(headers, &concealer);
         assert!(kept.get("set-cookie").is_none());
         assert!(kept.get("x-auth-token").is_none());
         assert_eq!(kept["x-ratelimit-remaining-tokens"], "10");
@@ -109,7 +138,7 @@ mod tests {
                 HeaderValue::from_static("1"),
             );
         }
-        let kept = at_the_door(&headers, &concealer);
+        let kept = at_the_door(headers, &concealer);
         assert_eq!(kept.len(), 1, "{kept:?}");
         assert_eq!(kept["x-fine"], "1");
         assert!(!format!("{kept:?}").contains("0123456789"), "{kept:?}");

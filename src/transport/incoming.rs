@@ -17,8 +17,9 @@ use crate::refusal::failure::{Failure, classify};
 pub(crate) trait Incoming: Send {
     /// The status the engine answered.
     fn status(&self) -> u16;
-    /// Its headers, raw: the door conceals what the crate reads of them.
-    fn headers(&self) -> &HeaderMap;
+    /// Its headers, raw, handed over once (a second call has none): the
+    /// door conceals what the crate keeps of them.
+    fn take_headers(&mut self) -> HeaderMap;
     /// The length the engine declared, if it declared one.
     fn content_length(&self) -> Option<u64>;
     /// The next piece of the body; `Ok(None)` at its end.
@@ -37,8 +38,8 @@ impl Incoming for Wire {
         self.response.status().as_u16()
     }
 
-    fn headers(&self) -> &HeaderMap {
-        self.response.headers()
+    fn take_headers(&mut self) -> HeaderMap {
+        std::mem::take(self.response.headers_mut())
     }
 
     fn content_length(&self) -> Option<u64> {

@@ -41,6 +41,7 @@ pub(crate) mod incoming;
 pub(crate) mod post;
 pub(crate) mod reply;
 pub(crate) mod run;
+mod short;
 pub(crate) mod tls;
 pub(crate) mod utf8;
 

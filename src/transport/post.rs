@@ -5,6 +5,7 @@
 use std::future::Future;
 
 use bytes::Bytes;
+use reqwest::Method;
 use reqwest::header::HeaderMap;
 use tokio::time::timeout_at;
 
@@ -115,13 +116,13 @@ impl Post for Reqwest<'_> {
         body: Bytes,
         deadline: Deadline,
     ) -> Result<Wire, Failure> {
-        let request = self
-            .client
-            .post(site.address().url().clone())
-            .headers(headers)
-            .body(body);
+        // The request is built whole rather than through a builder, which
+        // would copy every header into a map of its own.
+        let mut request = reqwest::Request::new(Method::POST, site.address().url().clone());
+        *request.headers_mut() = headers;
+        *request.body_mut() = Some(body.into());
         let ms = deadline.ms();
-        match timeout_at(deadline.at(), request.send()).await {
+        match timeout_at(deadline.at(), self.client.execute(request)).await {
             Err(_) => Err(Failure::Deadline { ms }),
             Ok(Err(error)) => Err(classify(&error, ms, site.proxy().is_some())),
             Ok(Ok(response)) => Ok(Wire { response, ms }),

@@ -11,10 +11,11 @@ use std::time::SystemTime;
 
 use reqwest::header::HeaderMap;
 
-use super::body::{read_answer, read_head};
+use super::body::read_head;
 use super::deadline::Deadline;
 use super::door::at_the_door;
 use super::incoming::Incoming;
+use super::short::read_text;
 use crate::conceal::Concealer;
 use crate::meter::Meter;
 use crate::refusal::Refusal;
@@ -31,7 +32,7 @@ pub(crate) struct Received {
     pub(crate) text: String,
     pub(crate) request_id: Option<String>,
     /// Its headers, as the door kept them.
-    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) headers: HeaderMap,
     /// What the answer's rate-limit fields said.
     pub(crate) fields: Fields,
 }
@@ -106,7 +107,7 @@ impl Reading<'_> {
         mut incoming: impl Incoming + 'static,
     ) -> Result<Opened, Missed> {
         let status = incoming.status();
-        let headers = at_the_door(incoming.headers(), self.concealer);
+        let headers = at_the_door(incoming.take_headers(), self.concealer);
         if !(200..300).contains(&status) {
             return Err(self.refuse(&mut incoming, &headers).await);
         }
@@ -124,7 +125,7 @@ impl Reading<'_> {
             status,
             request_id: shown_request_id(&headers, self.concealer),
             content_type,
-            fields: Fields::read(&headers, SystemTime::now()),
+            fields: Fields::read_now(&headers),
             body: Box::pin(body),
         })
     }
@@ -133,7 +134,7 @@ impl Reading<'_> {
     pub(crate) async fn reply(&self, mut incoming: impl Incoming) -> Result<Received, Missed> {
         let site = self.site;
         let status = incoming.status();
-        let headers = at_the_door(incoming.headers(), self.concealer);
+        let headers = at_the_door(incoming.take_headers(), self.concealer);
         if !(200..300).contains(&status) {
             return Err(self.refuse(&mut incoming, &headers).await);
         }
@@ -161,8 +162,8 @@ impl Reading<'_> {
             return Err(after_head(failure, 0));
         }
         let request_id = shown_request_id(&headers, self.concealer);
-        let fields = Fields::read(&headers, SystemTime::now());
-        let text = read_answer(
+        let fields = Fields::read_now(&headers);
+        let text = read_text(
             &mut incoming,
             cap,
             self.deadline,
@@ -175,20 +176,8 @@ impl Reading<'_> {
             status,
             text,
             request_id,
-            headers: kept(&headers),
+            headers,
             fields,
         })
     }
-}
-
-/// The headers the door kept, as an answer holds them: names as HTTP/2
-/// writes them (lower case), values as text.
-fn kept(headers: &HeaderMap) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .map(|(name, value)| {
-            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-            (name.as_str().to_owned(), value)
-        })
-        .collect()
 }

@@ -109,7 +109,12 @@ impl HttpTransport {
             .attempts(post, &Whole, body, options, started, &span)
             .instrument(span.clone())
             .await;
-        let elapsed = started.elapsed();
+        // An answer took until its body had been read, when the clock was
+        // read already; a refusal, until now.
+        let elapsed = match &outcome {
+            Ok(got) => got.at.saturating_duration_since(started),
+            Err(_) => started.elapsed(),
+        };
         match outcome {
             Ok(Got {
                 got: received,
@@ -212,12 +217,30 @@ impl HttpTransport {
         elapsed: std::time::Duration,
     ) {
         self.inner.meter.sent(Ok(()), Some(elapsed), false);
-        span.record("attempts", attempts);
-        span.record("status", status);
-        if let Some(id) = request_id {
-            span.record("request_id", id);
+        // The fields an answer sets, recorded at once: a subscriber is
+        // called once for them, and with none nothing is looked up.
+        if span.is_disabled() {
+            return;
         }
-        record_elapsed(span, elapsed);
+        let Some(fields) = span.metadata().map(tracing::Metadata::fields) else {
+            return;
+        };
+        let elapsed_ms = millis(elapsed);
+        let field = |name| fields.field(name);
+        if let (Some(a), Some(s), Some(r), Some(e)) = (
+            field("attempts"),
+            field("status"),
+            field("request_id"),
+            field("elapsed_ms"),
+        ) {
+            let request_id = request_id.as_ref().map(|id| id as &dyn tracing::Value);
+            span.record_all(&fields.value_set(&[
+                (&a, Some(&attempts as &dyn tracing::Value)),
+                (&s, Some(&status as &dyn tracing::Value)),
+                (&r, request_id),
+                (&e, Some(&elapsed_ms as &dyn tracing::Value)),
+            ]));
+        }
     }
 
     /// The meter, the span and the refusal event of a send that ended in a
@@ -303,9 +326,10 @@ impl HttpTransport {
         // The deadline covers the token file's read too: a read that
         // cannot end in time keeps the last good token.
         let deadline = Deadline::new(started, options.deadline.unwrap_or(self.inner.deadline));
+        // The send has just started: its clock reading is now's.
         let current = target
             .token
-            .current(Instant::now(), deadline.at(), concealer)
+            .current(started, deadline.at(), concealer)
             .await;
         let mut token = match current {
             Ok(token) => token,
@@ -315,7 +339,7 @@ impl HttpTransport {
                 return (Err(refusal), Reach::Unsent);
             }
         };
-        if let Some(latched) = limits.latched(Instant::now(), token.generation) {
+        if let Some(latched) = limits.latched_now(token.generation) {
             // The latch belongs to the token it judged: while it stands,
             // every send looks at the file again (a read, not a request),
             // and a token the file has since replaced goes out.
@@ -341,15 +365,19 @@ impl HttpTransport {
         if let Some(key) = key_text {
             span.record("idempotency_key", key);
         }
-        let headers = self.request_headers(options.extra, key.as_ref());
+        let extra = options.extra;
         // A token a file replaced after the engine rejected it is tried once.
         let mut rotated = false;
 
         let mut history: Vec<String> = Vec::new();
         let mut attempt = 0;
         let mut waited = false;
+        // A token given once was had without a wait: the first attempt
+        // goes at the send's start, and the clock need not be read again.
+        let mut at_start = target.token.file().is_none().then_some(started);
         loop {
-            let admitted = match limits.admit(policy, deadline.at()).await {
+            let now = at_start.take().unwrap_or_else(Instant::now);
+            let admitted = match limits.admit(policy, deadline.at(), now).await {
                 Gate::Open(ticket) => Ok(ticket),
                 Gate::Wait(until) => {
                     waited = true;
@@ -377,10 +405,9 @@ impl HttpTransport {
             }
             attempt += 1;
             self.inner.meter.attempt(body.len());
-            let mut with_token = headers.clone();
-            with_token.insert(AUTHORIZATION, token.header.clone());
+            let headers = self.request_headers(&extra, key.as_ref(), &token.header);
             let sent = self
-                .attempt(post, read, target, body.clone(), with_token, deadline)
+                .attempt(post, read, target, body.clone(), headers, deadline)
                 .await;
             let now = Instant::now();
             match sent {
@@ -396,6 +423,7 @@ impl HttpTransport {
                         deadline,
                         history,
                         key: key_text.map(str::to_owned),
+                        at: now,
                     };
                     return (Ok(got), Reach::Wire);
                 }
@@ -460,11 +488,20 @@ impl HttpTransport {
         }
     }
 
-    /// The headers of every attempt of one send: the transport's and the
-    /// call's own, and the idempotency key; the token is set last on each
-    /// attempt, so nothing a caller gave can stand in for it.
-    fn request_headers(&self, extra: HeaderMap, key: Option<&IdempotencyKey>) -> HeaderMap {
-        let mut headers = HeaderMap::with_capacity(5 + self.inner.headers.len() + extra.len());
+    /// The headers of one attempt: the transport's and the call's own, the
+    /// idempotency key, and the token, set last, so nothing a caller gave
+    /// can stand in for it. Built whole for each attempt, with room for what
+    /// the HTTP stack adds (`user-agent`, `host`, `content-length`), so the
+    /// map the request goes out with is allocated once and never grows.
+    fn request_headers(
+        &self,
+        extra: &HeaderMap,
+        key: Option<&IdempotencyKey>,
+        token: &HeaderValue,
+    ) -> HeaderMap {
+        const ADDED: usize = 3;
+        let room = 3 + usize::from(key.is_some()) + ADDED + self.inner.headers.len() + extra.len();
+        let mut headers = HeaderMap::with_capacity(room);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         for (name, value) in self.inner.headers.iter().chain(extra.iter()) {
@@ -473,6 +510,7 @@ impl HttpTransport {
         if let Some(key) = key {
             key.apply(&mut headers);
         }
+        headers.insert(AUTHORIZATION, token.clone());
         headers
     }
 
@@ -514,6 +552,8 @@ pub(crate) struct Got<T> {
     deadline: Deadline,
     history: Vec<String>,
     key: Option<String>,
+    /// When its last attempt's reply had been read.
+    at: Instant,
 }
 
 fn record_elapsed(span: &tracing::Span, elapsed: std::time::Duration) {

@@ -45,7 +45,12 @@ pub(crate) fn engine_value(value: &[u8], concealer: &Concealer, limit: usize) ->
     let scrubbed = concealer.scrub(&text);
     let tamed = tame(&scrubbed);
     let scrubbed = concealer.scrub(&tamed);
-    bound_whole(scrubbed.trim(), limit).trim_end().to_owned()
+    let kept = bound_whole(scrubbed.trim(), limit).trim_end();
+    // Most values (a request id) are kept whole: no copy is made of them.
+    if kept.len() == scrubbed.len() {
+        return scrubbed;
+    }
+    kept.to_owned()
 }
 
 fn first_line(text: &str) -> &str {

@@ -102,13 +102,31 @@ const ANTHROPIC: [(&str, &str, &str, &str); 4] = [
     ),
 ];
 
+/// Whether `headers` may hold a field: most answers carry none of the
+/// headers read, and every one read has `ratelimit` in its name, so one
+/// look at each name the answer has is cheaper than a lookup of each of
+/// the two dozen names.
+fn any(headers: &HeaderMap) -> bool {
+    headers
+        .keys()
+        .any(|name| name.as_str().contains("ratelimit"))
+}
+
 impl Fields {
+    /// The fields of `headers` (concealed at the door), resets measured
+    /// from now: the clock is read only when there are any.
+    pub(crate) fn read_now(headers: &HeaderMap) -> Fields {
+        if !any(headers) {
+            return Fields::default();
+        }
+        Fields::read(headers, SystemTime::now())
+    }
+
     /// The fields of `headers` (concealed at the door), resets measured
     /// from `now`.
     pub(crate) fn read(headers: &HeaderMap, now: SystemTime) -> Fields {
         let mut fields = Fields::default();
-        // Most answers carry none of the headers read.
-        if headers.is_empty() {
+        if !any(headers) {
             return fields;
         }
         ietf(headers, &mut fields);
