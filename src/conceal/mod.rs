@@ -22,6 +22,7 @@
 //!
 //! The design, and why it is linear: `DESIGN.md` in the repository.
 
+mod alike;
 mod breaks;
 pub(crate) mod escapes;
 mod gate;

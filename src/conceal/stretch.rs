@@ -5,6 +5,7 @@
 
 use memchr::{memchr2, memchr3};
 
+use super::alike::alike;
 use super::maps::{Nested, Raw, SourceMap, Window};
 use super::patterns::Search;
 use super::scan::{Spans, scan};
@@ -78,11 +79,12 @@ pub(super) fn conceal_stretch(
     }
 }
 
-/// The views [`views_of`] decodes into, one per layer, kept from one
-/// stretch to the next.
+/// The views [`views_of`] decodes into, one per layer and the combined
+/// one, kept from one stretch to the next.
 pub(super) struct Buffers {
     view: View,
     nested: View,
+    combined: View,
 }
 
 impl Buffers {
@@ -90,6 +92,7 @@ impl Buffers {
         Buffers {
             view: View::empty(),
             nested: View::empty(),
+            combined: View::empty(),
         }
     }
 }
@@ -108,8 +111,30 @@ pub(super) fn views_of(
     let long = search.long_run.find(hay).is_some();
     let present = holds.families;
     let lenient = present.has_escapes() && (long || lenient_differs(hay));
-    let Buffers { view, nested } = buffers;
+    let Buffers {
+        view,
+        nested,
+        combined,
+    } = buffers;
+    // The combined view first, when it is read one way: a view of another
+    // view that decodes to it byte for byte and span for span (the `%2B`
+    // of `%2B\/` in the JSON view, the `\/` in the percent one) finds
+    // what it found, and is skipped ([`alike`]). The spans found do not
+    // depend on the order the views are scanned in.
+    let first = present.combined().filter(|_| !long);
+    if let Some(families) = first {
+        for runs in search.readings(families, long) {
+            combined.decode_into(hay, families, runs);
+            if combined.decoded() > 0 {
+                scan_view(search, combined, offset, None, spans, nested);
+            }
+        }
+    }
+    let done = first.filter(|_| combined.decoded() > 0).map(|_| &*combined);
     for families in present.each_view(lenient) {
+        if first == Some(families) {
+            continue;
+        }
         for runs in search.readings(families, long) {
             view.decode_into(hay, families, runs);
             // Triggers that start no escape (`%%%%`, `&&&&`) leave the
@@ -118,34 +143,48 @@ pub(super) fn views_of(
             if view.decoded() == 0 {
                 continue;
             }
-            let outer = Nested {
-                outer: &Window(offset),
-                inner: &*view,
-            };
-            scan(search, &view.bytes, &outer, spans);
-            let holds = Holds::of(&view.bytes);
-            scan_joins(search, &view.bytes, holds, &outer, spans);
-            // One layer more, the same way, for what was encoded twice: an
-            // error quoting upstream JSON as a JSON string (`\\u002B`), a
-            // percent-encoded JSON body (`%5Cu002B`).
-            let long = search.long_run.find(&view.bytes).is_some();
-            let present = holds.families;
-            let lenient = present.has_escapes() && (long || lenient_differs(&view.bytes));
-            for inner in present.each_view(lenient) {
-                for runs in search.readings(inner, long) {
-                    nested.decode_into(&view.bytes, inner, runs);
-                    if nested.decoded() == 0 {
-                        continue;
-                    }
-                    let map = Nested {
-                        outer: &outer,
-                        inner: &*nested,
-                    };
-                    scan(search, &nested.bytes, &map, spans);
-                    let holds = Holds::of(&nested.bytes);
-                    scan_joins(search, &nested.bytes, holds, &map, spans);
-                }
+            scan_view(search, view, offset, done, spans, nested);
+        }
+    }
+}
+
+/// Scans `view`, a decoded view of the text's bytes from `offset` on, with
+/// its joined views, and its own views the same way, but for one that is
+/// `done` already.
+fn scan_view(
+    search: &Search,
+    view: &View,
+    offset: usize,
+    done: Option<&View>,
+    spans: &mut Spans,
+    nested: &mut View,
+) {
+    let outer = Nested {
+        outer: &Window(offset),
+        inner: view,
+    };
+    scan(search, &view.bytes, &outer, spans);
+    let holds = Holds::of(&view.bytes);
+    scan_joins(search, &view.bytes, holds, &outer, spans);
+    // One layer more, the same way, for what was encoded twice: an error
+    // quoting upstream JSON as a JSON string (`\\u002B`), a
+    // percent-encoded JSON body (`%5Cu002B`).
+    let long = search.long_run.find(&view.bytes).is_some();
+    let present = holds.families;
+    let lenient = present.has_escapes() && (long || lenient_differs(&view.bytes));
+    for inner in present.each_view(lenient) {
+        for runs in search.readings(inner, long) {
+            nested.decode_into(&view.bytes, inner, runs);
+            if nested.decoded() == 0 || done.is_some_and(|done| alike(done, view, nested)) {
+                continue;
             }
+            let map = Nested {
+                outer: &outer,
+                inner: &*nested,
+            };
+            scan(search, &nested.bytes, &map, spans);
+            let holds = Holds::of(&nested.bytes);
+            scan_joins(search, &nested.bytes, holds, &map, spans);
         }
     }
 }

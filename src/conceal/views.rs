@@ -115,6 +115,17 @@ impl Families {
         .filter_map(|(wanted, families)| wanted.then_some(families))
     }
 
+    /// The view that decodes every present family at once, when two or
+    /// more are present: the one [`Families::each_view`] yields after the
+    /// single ones.
+    pub(super) fn combined(self) -> Option<Families> {
+        let count = usize::from(self.escapes) + usize::from(self.percent) + usize::from(self.refs);
+        (count >= 2).then_some(Families {
+            lenient: false,
+            ..self
+        })
+    }
+
     /// Whether backslashes are present (or read) at all.
     pub(super) fn has_escapes(self) -> bool {
         self.escapes || self.lenient
@@ -338,10 +349,10 @@ pub(super) struct View {
     pub(super) bytes: Vec<u8>,
     /// Where each decoded escape starts, in the view and in the source, in
     /// order, then one more mark at the ends of both.
-    marks: Vec<Mark>,
+    pub(super) marks: Vec<Mark>,
     /// How many view bytes each escape decoded to: 1 to 4, or 0 for a line
     /// break a joined view drops.
-    widths: Vec<u8>,
+    pub(super) widths: Vec<u8>,
     /// Where the last lookup of a hit's start, and of its end, landed.
     start_hint: Cell<usize>,
     end_hint: Cell<usize>,
@@ -349,9 +360,9 @@ pub(super) struct View {
 
 /// Where one escape starts, in the view (`out`) and in the source (`src`).
 #[derive(Clone, Copy, Debug)]
-struct Mark {
-    out: usize,
-    src: usize,
+pub(super) struct Mark {
+    pub(super) out: usize,
+    pub(super) src: usize,
 }
 
 /// Where a view byte lies: in a literal run, which ends at the mark with
