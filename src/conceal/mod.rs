@@ -28,6 +28,7 @@ pub(crate) mod escapes;
 mod gate;
 mod grams;
 pub(crate) mod joined;
+mod listed;
 mod maps;
 mod patterns;
 mod positions;
@@ -445,7 +446,15 @@ impl Concealer {
                     scan_joined(search, bytes, escaped, &Window(0), &mut spans);
                 }
                 let holds = Holds::of(bytes);
-                views_of(search, bytes, holds, 0, &mut spans, &mut Buffers::new());
+                views_of(
+                    search,
+                    bytes,
+                    holds,
+                    0,
+                    &mut spans,
+                    &mut Buffers::new(),
+                    false,
+                );
             }
         }
         spans.finish()
