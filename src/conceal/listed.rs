@@ -21,17 +21,51 @@ use super::views::{
 /// their classes, and says what `text` holds, as [`Holds::of`] does.
 pub(super) fn list(text: &[u8], listed: &mut Vec<(usize, u8)>) -> Holds {
     listed.clear();
-    // Most stretches are around a raw echo, with none of the bytes.
-    if holds_none(text) {
-        return Holds::default();
+    let mut found = |p: usize| {
+        if let Some(&b) = text.get(p) {
+            listed.push((p, HOLDS_CLASS[usize::from(b)]));
+        }
+    };
+    #[cfg(target_arch = "x86_64")]
+    if let Some(last) = text.len().checked_sub(16) {
+        // Sixteen bytes at a time into a mask, the last sixteen
+        // overlapping the ones before, whose bits are dropped: most
+        // stretches hold none of the bytes (a raw echo), or a few.
+        let mut k = 0;
+        while k < text.len() {
+            let at = k.min(last);
+            let Some(chunk) = text.get(at..).and_then(<[u8]>::first_chunk::<16>) else {
+                break;
+            };
+            let mut mask = mask16(chunk) & (u32::MAX << (k - at));
+            while mask != 0 {
+                found(at + mask.trailing_zeros() as usize);
+                mask &= mask - 1;
+            }
+            k = at + 16;
+        }
+        return holds(text, listed);
     }
     for (p, &b) in text.iter().enumerate() {
-        let class = HOLDS_CLASS[usize::from(b)];
-        if class != 0 {
-            listed.push((p, class));
+        if HOLDS_CLASS[usize::from(b)] != 0 {
+            found(p);
         }
     }
     holds(text, listed)
+}
+
+/// A bit for each of sixteen bytes that is a trigger or a raw break.
+#[cfg(target_arch = "x86_64")]
+fn mask16(chunk: &[u8; 16]) -> u32 {
+    use safe_arch::{
+        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let bytes = load_unaligned_m128i(chunk);
+    let [a, b, c, d, e] = [b'\\', b'%', b'&', b'\r', b'\n']
+        .map(|byte| cmp_eq_mask_i8_m128i(bytes, set_splat_i8_m128i(i8::from_ne_bytes([byte]))));
+    let found = bitor_m128i(bitor_m128i(a, b), bitor_m128i(bitor_m128i(c, d), e));
+    move_mask_i8_m128i(found).cast_unsigned() & 0xFFFF
 }
 
 /// What `text` holds, from the list of its bytes of [`HOLDS_CLASS`].
