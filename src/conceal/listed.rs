@@ -21,6 +21,11 @@ use super::views::{
 /// their classes, and says what `text` holds, as [`Holds::of`] does.
 pub(super) fn list(text: &[u8], listed: &mut Vec<(usize, u8)>) -> Holds {
     listed.clear();
+    // Most stretches are around a raw echo, with none of the bytes: the
+    // one look [`Holds::of`] gives them, and nothing more.
+    if holds_none(text) {
+        return Holds::default();
+    }
     let mut found = |p: usize| {
         if let Some(&b) = text.get(p) {
             listed.push((p, HOLDS_CLASS[usize::from(b)]));
