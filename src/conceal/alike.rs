@@ -196,6 +196,15 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_view_of_a_view_called_alike_maps_every_range_the_same(
+            text in r#"[\\%&;#xu{}0-9a-fA-F/+nampltsolé]{0,40}"#
+        ) {
+            check_alike(text.as_bytes());
+        }
+    }
+
     #[test]
     fn views_of_different_bytes_or_spans_are_not_alike() {
         let text = br"ab%2Bcd\/ef";
