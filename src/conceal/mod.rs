@@ -22,11 +22,13 @@
 //!
 //! The design, and why it is linear: `DESIGN.md` in the repository.
 
+mod alike;
 mod breaks;
 pub(crate) mod escapes;
 mod gate;
 mod grams;
 pub(crate) mod joined;
+mod listed;
 mod maps;
 mod patterns;
 mod positions;
@@ -456,7 +458,15 @@ impl Concealer {
                     scan_joined(search, bytes, escaped, &Window(0), &mut spans);
                 }
                 let holds = Holds::of(bytes);
-                views_of(search, bytes, holds, 0, &mut spans, &mut Buffers::new());
+                views_of(
+                    search,
+                    bytes,
+                    holds,
+                    0,
+                    &mut spans,
+                    &mut Buffers::new(),
+                    false,
+                );
             }
         }
         spans.finish()

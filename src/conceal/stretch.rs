@@ -5,11 +5,13 @@
 
 use memchr::{memchr2, memchr3};
 
+use super::alike::alike;
+use super::listed::{lenient_differs_listed, list};
 use super::maps::{Nested, Raw, SourceMap, Window};
 use super::patterns::Search;
 use super::scan::{Spans, scan};
 use super::survey::survey;
-use super::views::{Holds, View, lenient_differs};
+use super::views::{Families, Holds, Runs, View, lenient_differs};
 use super::windows::windows;
 
 /// Stretches up to this long are decoded whole: what the survey and its
@@ -38,13 +40,13 @@ pub(super) fn conceal_stretch(
     };
     scan(search, run, &Raw(offset), spans);
     if hay.len() <= SHORT_STRETCH {
-        let holds = Holds::of(hay);
+        let holds = list(hay, &mut buffers.listed);
         // Without a trigger or a line break, every view is the text itself.
         if holds.nothing() {
             return;
         }
         scan_joins(search, hay, holds, &Window(offset), spans);
-        views_of(search, hay, holds, offset, spans, buffers);
+        views_of(search, hay, holds, offset, spans, buffers, true);
         return;
     }
     if memchr3(b'\\', b'%', b'&', hay).is_none() && memchr2(b'\r', b'\n', hay).is_none() {
@@ -74,15 +76,19 @@ pub(super) fn conceal_stretch(
             offset + start,
             spans,
             buffers,
+            false,
         );
     }
 }
 
-/// The views [`views_of`] decodes into, one per layer, kept from one
-/// stretch to the next.
+/// The views [`views_of`] decodes into, one per layer and the combined
+/// one, and the list of a short stretch's triggers and breaks
+/// ([`list`]), kept from one stretch to the next.
 pub(super) struct Buffers {
     view: View,
     nested: View,
+    combined: View,
+    listed: Vec<(usize, u8)>,
 }
 
 impl Buffers {
@@ -90,13 +96,16 @@ impl Buffers {
         Buffers {
             view: View::empty(),
             nested: View::empty(),
+            combined: View::empty(),
+            listed: Vec::new(),
         }
     }
 }
 
 /// Scans every decoded view of `hay` (and every view of those views, one
 /// layer deep), each with its joined views, recording what each hit
-/// conceals; `hay` is the text's bytes from `offset` on.
+/// conceals; `hay` is the text's bytes from `offset` on, and `is_listed`
+/// says that the buffers' list is its list ([`list`]).
 pub(super) fn views_of(
     search: &Search,
     hay: &[u8],
@@ -104,48 +113,104 @@ pub(super) fn views_of(
     offset: usize,
     spans: &mut Spans,
     buffers: &mut Buffers,
+    is_listed: bool,
 ) {
-    let long = search.long_run.find(hay).is_some();
     let present = holds.families;
-    let lenient = present.has_escapes() && (long || lenient_differs(hay));
-    let Buffers { view, nested } = buffers;
-    for families in present.each_view(lenient) {
+    // A long run is of backslashes.
+    let long = present.has_escapes() && search.long_run.find(hay).is_some();
+    let Buffers {
+        view,
+        nested,
+        combined,
+        listed,
+    } = buffers;
+    // A long run is read two ways, which the list does not know of.
+    let listed = (is_listed && !long).then_some(&listed[..]);
+    let lenient = present.has_escapes()
+        && (long
+            || listed.map_or_else(|| lenient_differs(hay), |l| lenient_differs_listed(hay, l)));
+    let decode = |into: &mut View, families: Families, runs: Runs| match listed {
+        Some(listed) => into.decode_listed(hay, listed, families),
+        None => into.decode_into(hay, families, runs),
+    };
+    // The combined view first, when it is read one way: a view of another
+    // view that decodes to it byte for byte and span for span (the `%2B`
+    // of `%2B\/` in the JSON view, the `\/` in the percent one) finds
+    // what it found, and is skipped ([`alike`]). The spans found do not
+    // depend on the order the views are scanned in.
+    let first = present.combined().filter(|_| !long);
+    if let Some(families) = first {
         for runs in search.readings(families, long) {
-            view.decode_into(hay, families, runs);
+            decode(combined, families, runs);
+            if combined.decoded() > 0 {
+                scan_view(search, combined, offset, None, spans, nested);
+            }
+        }
+    }
+    let done = first.filter(|_| combined.decoded() > 0).map(|_| &*combined);
+    for families in present.each_view(lenient) {
+        if first == Some(families) {
+            continue;
+        }
+        for runs in search.readings(families, long) {
+            decode(view, families, runs);
             // Triggers that start no escape (`%%%%`, `&&&&`) leave the
             // text as it is: its scan and its own views are the ones
             // above.
             if view.decoded() == 0 {
                 continue;
             }
-            let outer = Nested {
-                outer: &Window(offset),
-                inner: &*view,
-            };
-            scan(search, &view.bytes, &outer, spans);
-            let holds = Holds::of(&view.bytes);
-            scan_joins(search, &view.bytes, holds, &outer, spans);
-            // One layer more, the same way, for what was encoded twice: an
-            // error quoting upstream JSON as a JSON string (`\\u002B`), a
-            // percent-encoded JSON body (`%5Cu002B`).
-            let long = search.long_run.find(&view.bytes).is_some();
-            let present = holds.families;
-            let lenient = present.has_escapes() && (long || lenient_differs(&view.bytes));
-            for inner in present.each_view(lenient) {
-                for runs in search.readings(inner, long) {
-                    nested.decode_into(&view.bytes, inner, runs);
-                    if nested.decoded() == 0 {
-                        continue;
-                    }
-                    let map = Nested {
-                        outer: &outer,
-                        inner: &*nested,
-                    };
-                    scan(search, &nested.bytes, &map, spans);
-                    let holds = Holds::of(&nested.bytes);
-                    scan_joins(search, &nested.bytes, holds, &map, spans);
-                }
+            scan_view(search, view, offset, done, spans, nested);
+        }
+    }
+}
+
+/// Scans `view`, a decoded view of the text's bytes from `offset` on, with
+/// its joined views, and its own views the same way, but for one that is
+/// `done` already.
+fn scan_view(
+    search: &Search,
+    view: &View,
+    offset: usize,
+    done: Option<&View>,
+    spans: &mut Spans,
+    nested: &mut View,
+) {
+    let outer = Nested {
+        outer: &Window(offset),
+        inner: view,
+    };
+    scan(search, &view.bytes, &outer, spans);
+    let holds = view.holds();
+    scan_joins(search, &view.bytes, holds, &outer, spans);
+    // One layer more, the same way, for what was encoded twice: an error
+    // quoting upstream JSON as a JSON string (`\\u002B`), a
+    // percent-encoded JSON body (`%5Cu002B`).
+    let present = holds.families;
+    let long = present.has_escapes() && search.long_run.find(&view.bytes).is_some();
+    let listed = (view.is_listed && !long).then_some(&view.listed[..]);
+    let lenient = present.has_escapes()
+        && (long
+            || listed.map_or_else(
+                || lenient_differs(&view.bytes),
+                |l| lenient_differs_listed(&view.bytes, l),
+            ));
+    for inner in present.each_view(lenient) {
+        for runs in search.readings(inner, long) {
+            match listed {
+                Some(listed) => nested.decode_listed(&view.bytes, listed, inner),
+                None => nested.decode_into(&view.bytes, inner, runs),
             }
+            if nested.decoded() == 0 || done.is_some_and(|done| alike(done, view, nested)) {
+                continue;
+            }
+            let map = Nested {
+                outer: &outer,
+                inner: &*nested,
+            };
+            scan(search, &nested.bytes, &map, spans);
+            let holds = nested.holds();
+            scan_joins(search, &nested.bytes, holds, &map, spans);
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::breaks::joins;
 use super::escapes::{Decoded, char_ref, json_escape, lenient_escape, percent_escape};
+use super::listed::holds_none;
 use super::maps::SourceMap;
 use super::positions::Positions;
 use memchr::{memchr, memchr2, memchr3};
@@ -115,6 +116,43 @@ impl Families {
         .filter_map(|(wanted, families)| wanted.then_some(families))
     }
 
+    /// The view that decodes every present family at once, when two or
+    /// more are present: the one [`Families::each_view`] yields after the
+    /// single ones.
+    pub(super) fn combined(self) -> Option<Families> {
+        let count = usize::from(self.escapes) + usize::from(self.percent) + usize::from(self.refs);
+        (count >= 2).then_some(Families {
+            lenient: false,
+            ..self
+        })
+    }
+
+    /// The families whose triggers are among `classes` ([`HOLDS_CLASS`]).
+    pub(super) fn of_classes(classes: u8) -> Families {
+        Families {
+            escapes: classes & BACKSLASH != 0,
+            lenient: false,
+            percent: classes & PERCENT != 0,
+            refs: classes & AMPERSAND != 0,
+        }
+    }
+
+    /// The classes ([`HOLDS_CLASS`]) of the triggers these families
+    /// decode, and whether a backslash is read as JavaScript reads it.
+    pub(super) fn classes(self) -> (u8, bool) {
+        let mut classes = 0;
+        for (read, class) in [
+            (self.escapes || self.lenient, BACKSLASH),
+            (self.percent, PERCENT),
+            (self.refs, AMPERSAND),
+        ] {
+            if read {
+                classes |= class;
+            }
+        }
+        (classes, self.escapes)
+    }
+
     /// Whether backslashes are present (or read) at all.
     pub(super) fn has_escapes(self) -> bool {
         self.escapes || self.lenient
@@ -179,16 +217,16 @@ pub(super) struct Holds {
 /// Up to this long, a text's triggers and breaks are read in one pass over
 /// its bytes; a longer one is asked each question with a search of its
 /// own, which stops at the first answer.
-const READ_IN_ONE_PASS: usize = 512;
+pub(super) const READ_IN_ONE_PASS: usize = 512;
 
 /// The classes of bytes [`Holds::of`] looks for, as bits.
-const BACKSLASH: u8 = 1;
-const PERCENT: u8 = 2;
-const AMPERSAND: u8 = 4;
-const RAW_BREAK: u8 = 8;
+pub(super) const BACKSLASH: u8 = 1;
+pub(super) const PERCENT: u8 = 2;
+pub(super) const AMPERSAND: u8 = 4;
+pub(super) const RAW_BREAK: u8 = 8;
 
 /// Each byte's class for [`Holds::of`], zero for most.
-const HOLDS_CLASS: [u8; 256] = {
+pub(super) const HOLDS_CLASS: [u8; 256] = {
     let mut table = [0u8; 256];
     table[b'\\' as usize] = BACKSLASH;
     table[b'%' as usize] = PERCENT;
@@ -226,9 +264,7 @@ impl Holds {
                 holds.escaped_break = true;
             }
         }
-        holds.families.escapes = seen & BACKSLASH != 0;
-        holds.families.percent = seen & PERCENT != 0;
-        holds.families.refs = seen & AMPERSAND != 0;
+        holds.families = Families::of_classes(seen);
         holds.raw_break = seen & RAW_BREAK != 0;
         holds
     }
@@ -237,53 +273,6 @@ impl Holds {
     pub(super) fn nothing(self) -> bool {
         self == Holds::default()
     }
-}
-
-/// Whether `text` holds none of the bytes [`Holds::of`] looks for (a
-/// trigger or a raw line break; an escaped break starts with a trigger),
-/// read sixteen bytes at a time, the last sixteen overlapping the ones
-/// before; `false` for a text shorter than that, which the table reads.
-#[cfg(target_arch = "x86_64")]
-fn holds_none(text: &[u8]) -> bool {
-    use safe_arch::{
-        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, move_mask_i8_m128i,
-        set_splat_i8_m128i,
-    };
-    let Some(last) = text.len().checked_sub(16) else {
-        return false;
-    };
-    let splat = |byte: u8| set_splat_i8_m128i(i8::from_ne_bytes([byte]));
-    let splats = [
-        splat(b'\\'),
-        splat(b'%'),
-        splat(b'&'),
-        splat(b'\r'),
-        splat(b'\n'),
-    ];
-    let any = |bytes: m128i| {
-        let [a, b, c, d, e] = splats.map(|splat| cmp_eq_mask_i8_m128i(bytes, splat));
-        let found = bitor_m128i(bitor_m128i(a, b), bitor_m128i(bitor_m128i(c, d), e));
-        move_mask_i8_m128i(found) != 0
-    };
-    let at = |k: usize| {
-        text.get(k..)
-            .and_then(<[u8]>::first_chunk::<16>)
-            .map(|chunk| any(load_unaligned_m128i(chunk)))
-    };
-    let mut k = 0;
-    while k < last {
-        if at(k) != Some(false) {
-            return false;
-        }
-        k += 16;
-    }
-    at(last) == Some(false)
-}
-
-/// Elsewhere the table reads every text.
-#[cfg(not(target_arch = "x86_64"))]
-fn holds_none(_: &[u8]) -> bool {
-    false
 }
 
 /// How a view reads a run of backslashes too long to read from its start.
@@ -338,20 +327,24 @@ pub(super) struct View {
     pub(super) bytes: Vec<u8>,
     /// Where each decoded escape starts, in the view and in the source, in
     /// order, then one more mark at the ends of both.
-    marks: Vec<Mark>,
+    pub(super) marks: Vec<Mark>,
     /// How many view bytes each escape decoded to: 1 to 4, or 0 for a line
     /// break a joined view drops.
-    widths: Vec<u8>,
+    pub(super) widths: Vec<u8>,
+    /// Where its bytes of [`HOLDS_CLASS`] are, with their classes, when
+    /// `is_listed` (decoded by [`View::decode_listed`]).
+    pub(super) listed: Vec<(usize, u8)>,
+    pub(super) is_listed: bool,
     /// Where the last lookup of a hit's start, and of its end, landed.
-    start_hint: Cell<usize>,
-    end_hint: Cell<usize>,
+    pub(super) start_hint: Cell<usize>,
+    pub(super) end_hint: Cell<usize>,
 }
 
 /// Where one escape starts, in the view (`out`) and in the source (`src`).
 #[derive(Clone, Copy, Debug)]
-struct Mark {
-    out: usize,
-    src: usize,
+pub(super) struct Mark {
+    pub(super) out: usize,
+    pub(super) src: usize,
 }
 
 /// Where a view byte lies: in a literal run, which ends at the mark with
@@ -369,6 +362,8 @@ impl View {
             bytes: Vec::new(),
             marks: Vec::new(),
             widths: Vec::new(),
+            listed: Vec::new(),
+            is_listed: false,
             start_hint: Cell::new(0),
             end_hint: Cell::new(0),
         }
@@ -389,6 +384,7 @@ impl View {
         view.bytes.clear();
         view.marks.clear();
         view.widths.clear();
+        view.is_listed = false;
         view.start_hint.set(0);
         view.end_hint.set(0);
         view.bytes.reserve(src.len());
@@ -461,6 +457,8 @@ impl View {
             bytes: Vec::with_capacity(src.len()),
             marks: Vec::with_capacity(joins.len() + 1),
             widths: Vec::with_capacity(joins.len()),
+            listed: Vec::new(),
+            is_listed: false,
             start_hint: Cell::new(0),
             end_hint: Cell::new(0),
         };
@@ -484,7 +482,7 @@ impl View {
         Some(view)
     }
 
-    fn escape(&mut self, src: usize, decoded: Decoded) {
+    pub(super) fn escape(&mut self, src: usize, decoded: Decoded) {
         let out = self.bytes.len();
         match decoded {
             Decoded::Byte(b) => self.bytes.push(b),
