@@ -13,9 +13,7 @@
 //! are listed: exact, with no look at the view's bytes.
 
 use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
-use super::views::{
-    AMPERSAND, BACKSLASH, Families, HOLDS_CLASS, Holds, Mark, PERCENT, RAW_BREAK, View,
-};
+use super::views::{AMPERSAND, BACKSLASH, Families, HOLDS_CLASS, Holds, Mark, PERCENT, View};
 
 /// Lists in `listed` where `text`'s bytes of [`HOLDS_CLASS`] are, with
 /// their classes, and says what `text` holds, as [`Holds::of`] does.
@@ -75,17 +73,7 @@ fn mask16(chunk: &[u8; 16]) -> u32 {
 
 /// What `text` holds, from the list of its bytes of [`HOLDS_CLASS`].
 pub(super) fn holds(text: &[u8], listed: &[(usize, u8)]) -> Holds {
-    let mut holds = Holds::default();
-    let mut seen = 0u8;
-    for &(p, class) in listed {
-        seen |= class;
-        if class == BACKSLASH && matches!(text.get(p + 1), Some(b'n' | b'r')) {
-            holds.escaped_break = true;
-        }
-    }
-    holds.families = Families::of_classes(seen);
-    holds.raw_break = seen & RAW_BREAK != 0;
-    holds
+    Holds::of_classes(text, listed.iter().copied())
 }
 
 impl View {

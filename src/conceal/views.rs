@@ -252,13 +252,21 @@ impl Holds {
         }
         // One look at each byte through a table: a stretch is a few dozen
         // bytes, fewer than the masks' set-up costs.
+        Holds::of_classes(
+            text,
+            text.iter().enumerate().filter_map(|(p, &b)| {
+                let class = HOLDS_CLASS[usize::from(b)];
+                (class != 0).then_some((p, class))
+            }),
+        )
+    }
+
+    /// What `text` holds, from where its bytes of [`HOLDS_CLASS`] are and
+    /// their classes: read from the text itself, or from a view's list.
+    pub(super) fn of_classes(text: &[u8], classes: impl Iterator<Item = (usize, u8)>) -> Holds {
         let mut holds = Holds::default();
         let mut seen = 0u8;
-        for (p, &b) in text.iter().enumerate() {
-            let class = HOLDS_CLASS[usize::from(b)];
-            if class == 0 {
-                continue;
-            }
+        for (p, class) in classes {
             seen |= class;
             if class == BACKSLASH && matches!(text.get(p + 1), Some(b'n' | b'r')) {
                 holds.escaped_break = true;
