@@ -13,6 +13,9 @@
 //! are listed: exact, with no look at the view's bytes.
 
 use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
+use super::sixteen::holds_none;
+#[cfg(target_arch = "x86_64")]
+use super::sixteen::mask16;
 use super::views::{AMPERSAND, BACKSLASH, Families, HOLDS_CLASS, Holds, Mark, PERCENT, View};
 
 /// Lists in `listed` where `text`'s bytes of [`HOLDS_CLASS`] are, with
@@ -55,20 +58,6 @@ pub(super) fn list(text: &[u8], listed: &mut Vec<(usize, u8)>) -> Holds {
         }
     }
     holds(text, listed)
-}
-
-/// A bit for each of sixteen bytes that is a trigger or a raw break.
-#[cfg(target_arch = "x86_64")]
-fn mask16(chunk: &[u8; 16]) -> u32 {
-    use safe_arch::{
-        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, move_mask_i8_m128i,
-        set_splat_i8_m128i,
-    };
-    let bytes = load_unaligned_m128i(chunk);
-    let [a, b, c, d, e] = [b'\\', b'%', b'&', b'\r', b'\n']
-        .map(|byte| cmp_eq_mask_i8_m128i(bytes, set_splat_i8_m128i(i8::from_ne_bytes([byte]))));
-    let found = bitor_m128i(bitor_m128i(a, b), bitor_m128i(bitor_m128i(c, d), e));
-    move_mask_i8_m128i(found).cast_unsigned() & 0xFFFF
 }
 
 /// What `text` holds, from the list of its bytes of [`HOLDS_CLASS`].
@@ -163,53 +152,6 @@ pub(super) fn lenient_differs_listed(text: &[u8], listed: &[(usize, u8)]) -> boo
             _ => return true,
         }
     }
-    false
-}
-
-/// Whether `text` holds none of the bytes [`Holds::of`] looks for (a
-/// trigger or a raw line break; an escaped break starts with a trigger),
-/// read sixteen bytes at a time, the last sixteen overlapping the ones
-/// before; `false` for a text shorter than that, which the table reads.
-#[cfg(target_arch = "x86_64")]
-pub(super) fn holds_none(text: &[u8]) -> bool {
-    use safe_arch::{
-        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, move_mask_i8_m128i,
-        set_splat_i8_m128i,
-    };
-    let Some(last) = text.len().checked_sub(16) else {
-        return false;
-    };
-    let splat = |byte: u8| set_splat_i8_m128i(i8::from_ne_bytes([byte]));
-    let splats = [
-        splat(b'\\'),
-        splat(b'%'),
-        splat(b'&'),
-        splat(b'\r'),
-        splat(b'\n'),
-    ];
-    let any = |bytes: m128i| {
-        let [a, b, c, d, e] = splats.map(|splat| cmp_eq_mask_i8_m128i(bytes, splat));
-        let found = bitor_m128i(bitor_m128i(a, b), bitor_m128i(bitor_m128i(c, d), e));
-        move_mask_i8_m128i(found) != 0
-    };
-    let at = |k: usize| {
-        text.get(k..)
-            .and_then(<[u8]>::first_chunk::<16>)
-            .map(|chunk| any(load_unaligned_m128i(chunk)))
-    };
-    let mut k = 0;
-    while k < last {
-        if at(k) != Some(false) {
-            return false;
-        }
-        k += 16;
-    }
-    at(last) == Some(false)
-}
-
-/// Elsewhere the table reads every text.
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) fn holds_none(_: &[u8]) -> bool {
     false
 }
 

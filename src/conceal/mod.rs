@@ -35,6 +35,7 @@ mod positions;
 mod reach;
 mod scan;
 mod shapes;
+mod sixteen;
 pub(crate) mod stream;
 mod stretch;
 mod survey;

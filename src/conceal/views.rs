@@ -3,9 +3,9 @@
 
 use super::breaks::joins;
 use super::escapes::{Decoded, char_ref, json_escape, lenient_escape, percent_escape};
-use super::listed::holds_none;
 use super::maps::SourceMap;
 use super::positions::Positions;
+use super::sixteen::holds_none;
 use memchr::{memchr, memchr2, memchr3};
 use std::cell::Cell;
 
