@@ -32,6 +32,7 @@ use crate::config::naming::{Naming, NamingError};
 use crate::config::{self, InCode, InCodeToken};
 use crate::limits::{DEFAULT_MAX_HOLD, Limits};
 use crate::meter::Meter;
+use crate::refusal::render;
 use crate::retry::RetryPolicy;
 
 /// A transport that cannot be built: the configuration itself is wrong, as
@@ -561,7 +562,9 @@ impl HttpTransportBuilder {
         Ok(HttpTransport {
             inner: Arc::new(Inner {
                 client,
-                target: settled.target,
+                target: settled.target.map_err(|unsent| {
+                    render::unsent(unsent, &self.naming, &self.scope, &settled.concealer)
+                }),
                 concealer: settled.concealer,
                 headers,
                 retries: self.retries,
