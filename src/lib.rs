@@ -83,9 +83,12 @@
 //! # Retries, limits and what the transport reports
 //!
 //! Retries are opt-in ([`HttpTransportBuilder::retries`] with a
-//! [`RetryPolicy`]) and made only where they cannot double a bill: the
-//! request never reached the engine, the engine asked for the retry with a
-//! hint, or an `Idempotency-Key` lets it recognise the repeat. A `429` or
+//! [`RetryPolicy`]) and, without an idempotency key, made only where they
+//! cannot double a bill: the request never reached the engine, or the
+//! engine asked for the retry with a hint. A request that was sent and
+//! failed is retried only with an `Idempotency-Key`
+//! ([`RetryPolicy::idempotency_keys`]), for an engine that honours it: one
+//! that ignores the header may bill each attempt. A `429` or
 //! `503` with a hint holds every clone of the transport until the window
 //! ends ([`HttpTransportBuilder::respect_limits`], on by default). Each send
 //! is a `tracing` span `meterwire.send`, and [`HttpTransport::meter`] counts

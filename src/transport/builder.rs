@@ -263,11 +263,13 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// Retries: none when not set. A retry is made only
-    /// where it cannot double a bill: the request never reached the engine,
-    /// the engine asked for it with a hint, or an idempotency key makes it
-    /// safe. Every attempt sends the same bytes and the same key, and one
-    /// deadline covers every attempt and every wait.
+    /// Retries: none when not set. Without an idempotency key a retry is
+    /// made only where it cannot double a bill: the request never reached
+    /// the engine, or the engine asked for it with a hint. With a key (see
+    /// [`RetryPolicy::idempotency_keys`]), a request that was sent and
+    /// failed is retried too, which is safe only against an engine that
+    /// honours the header. Every attempt sends the same bytes and the same
+    /// key, and one deadline covers every attempt and every wait.
     pub fn retries(mut self, policy: RetryPolicy) -> Self {
         self.retries = policy;
         self
