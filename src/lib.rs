@@ -74,9 +74,11 @@
 //! |---|---|
 //! | `2xx` | an answer |
 //! | `401`, `403` | `no-engine` (the token was rejected) |
-//! | `402`, or a `429` whose error code names the account's credit | `engine-out-of-credit` |
+//! | `402` | `engine-out-of-credit` |
 //! | `429` | `engine-over-quota`, `retry-after` echoed |
 //! | any other status, or the request failed | `engine-unreachable`, its remedy pointing at the request, the path, the engine's health or the address |
+//! | from `400` up, an error code or words that name a cause (`API_KEY_INVALID`, "credit balance is too low", `overloaded_error`) | the cause they name, quoted in the reason |
+//! | a `402` asking for an x402 payment; a `401`/`403` with `Retry-After`; a `401`/`403` a gateway relays from its upstream | `engine-out-of-credit` (a payment per request); `engine-over-quota` (a ban); `engine-unreachable` (the gateway's credentials) |
 //! | no address, no token, an unusable token | `no-engine`, nothing sent |
 //! | plain `http` to a remote host, userinfo, not `http(s)` | `engine-unreachable`, nothing sent |
 //!

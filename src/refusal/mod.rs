@@ -62,19 +62,24 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum Cause {
     /// No engine to ask: no address, no usable token, or a token the engine
-    /// rejected (`401`, `403`). The remedy is to set a variable.
+    /// rejected (`401`, `403`, or an error code or words that name the
+    /// token). The remedy is to set a variable.
     NoEngine,
     /// The engine did not answer the question: the request failed, or it
-    /// answered with a status that is not an answer. The remedy is to check
-    /// the address, the request, or the engine's health.
+    /// answered with a status that is not an answer (or an error that names
+    /// its own trouble, or a gateway's upstream that refused the gateway).
+    /// The remedy is to check the address, the request, or the engine's
+    /// health.
     EngineUnreachable,
-    /// The account is empty: the engine answered `402`, or a `429` whose
-    /// error code names the account's credit rather than a window. The
-    /// remedy is to fund it.
+    /// The account is empty: the engine answered `402`, or an error whose
+    /// code or words name the account's credit rather than a window. The
+    /// remedy is to fund it (or, for an engine that asks for an x402
+    /// payment with each request, to pay it).
     EngineOutOfCredit,
-    /// A limit is spent: the engine answered `429`, or the send was held,
-    /// not sent, because the engine had asked to wait. The remedy is to
-    /// wait for the window.
+    /// A limit is spent: the engine answered `429` (or a ban that ends, or
+    /// an error that names a limit), or the send was held, not sent,
+    /// because the engine had asked to wait. The remedy is to wait for the
+    /// window.
     EngineOverQuota,
 }
 

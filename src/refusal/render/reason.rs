@@ -181,6 +181,11 @@ fn answered(site: Option<&Site>, said: &Said) -> String {
         }
         _ => String::new(),
     };
+    // A phrase quoted last is followed by a new clause, not a colon.
+    let then = match &said.by {
+        By::Words { .. } => ";",
+        _ => ":",
+    };
     let after = format!("{request}{words}");
     match (&said.by, said.cause) {
         (By::X402 { header }, _) => {
@@ -223,15 +228,15 @@ fn answered(site: Option<&Site>, said: &Said) -> String {
                 _ => evidence,
             };
             format!(
-                "answered HTTP {status}{evidence}: the account billed through {holder} is out of credit{after}"
+                "answered HTTP {status}{evidence}{then} the account billed through {holder} is out of credit{after}"
             )
         }
         (_, Cause::NoEngine) => format!(
-            "answered HTTP {status}{evidence}: the engine rejected {holder}{}{after}",
+            "answered HTTP {status}{evidence}{then} the engine rejected {holder}{}{after}",
             diagnosis(said)
         ),
         (_, Cause::EngineOverQuota) => format!(
-            "answered HTTP {status}{evidence}: the account billed through {holder} is over a quota or rate limit{retry}{after}"
+            "answered HTTP {status}{evidence}{then} the account billed through {holder} is over a quota or rate limit{retry}{after}"
         ),
         (_, Cause::EngineUnreachable) => match status {
             407 => {
@@ -271,7 +276,7 @@ fn answered(site: Option<&Site>, said: &Said) -> String {
                 )
             }
             _ => format!(
-                "answered HTTP {status}{evidence}: waiting may clear it and another token cannot, and the engine did not answer the question{retry}{after}"
+                "answered HTTP {status}{evidence}{then} waiting may clear it and another token cannot, and the engine did not answer the question{retry}{after}"
             ),
         },
     }
