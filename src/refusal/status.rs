@@ -79,7 +79,7 @@ pub(crate) fn refusal_for_concealed_status(
 }
 
 /// What the engine's answer said, read: `None` for a `2xx`.
-pub(crate) fn said(
+fn said(
     concealer: &Concealer,
     status: u16,
     headers: &HeaderMap,
@@ -519,7 +519,7 @@ mod tests {
             Cause::NoEngine,
             "a code names the token before the ban is read"
         );
-        let relay = Relay::Header("llm_provider-x-request-id".to_owned());
+        let relay = Relay::Headers;
         assert_eq!(
             with(401, &["invalid_api_key"], None, false, Some(relay.clone())),
             (Cause::EngineUnreachable, By::Relayed(relay.clone()))

@@ -86,6 +86,8 @@ pub(crate) const CODES: &[Code] = &[
     code("billing_not_active", Names::Credit),
     code("rate_limit_exceeded", Names::Limit),
     code("server_error", Names::Trouble),
+    code("server_is_overloaded", Names::Trouble),
+    code("service_unavailable_error", Names::Trouble),
     // Anthropic, https://docs.anthropic.com/en/api/errors: its error
     // types, and the monthly spend limit of a usage tier
     // (`error.details.error_code`), which a wait within the month does not
@@ -167,15 +169,18 @@ pub(crate) const PHRASES: &[Phrase] = &[
     // invalid_request_error`).
     phrase("credit balance is too low", Names::Credit),
     phrase("purchase credits", Names::Credit),
-    // xAI, https://docs.x.ai/docs/key-information/billing: "has either used
-    // all available credits or reached its monthly spending limit. To
-    // continue making API requests, please purchase more credits or raise
-    // your spending limit." (a `403` or a `429`), and a new team's
-    // "doesn't have any credits yet".
+    // xAI, https://docs.x.ai/docs/overview (its answers as users pasted
+    // them: https://github.com/warpdotdev/warp/issues/14863,
+    // https://github.com/griptape-ai/griptape-nodes-engine/issues/1079):
+    // "has either used all available credits or reached its monthly
+    // spending limit. To continue making API requests, please purchase
+    // more credits or raise your spending limit." (a `403` or a `429`),
+    // and a new team's "doesn't have any credits yet".
     phrase("purchase more credits", Names::Credit),
     phrase("used all available credits", Names::Credit),
     phrase("have any credits", Names::Credit),
-    // Fireworks, https://docs.fireworks.ai/guides/quotas_usage/rate-limits:
+    // Fireworks, https://docs.fireworks.ai/ (its answer as a user pasted
+    // it: https://github.com/pollinations/pollinations/issues/12136):
     // "Account … is suspended, possibly due to reaching the monthly
     // spending limit or failure to pay past invoices." (a `412
     // PRECONDITION_FAILED`); xAI says "spending limit" too.
@@ -187,19 +192,19 @@ pub(crate) const PHRASES: &[Phrase] = &[
     // "Insufficient Balance" (a `402`).
     phrase("insufficient balance", Names::Credit),
     // OpenRouter, https://openrouter.ai/docs/api-reference/errors:
-    // "Insufficient credits. Add more using https://openrouter.ai/credits";
-    // Replicate, https://replicate.com/docs/topics/billing: "You have
-    // insufficient credit to run this model."
+    // "Insufficient credits. Add more using https://openrouter.ai/credits".
     phrase("insufficient credit", Names::Credit),
     // Google, https://ai.google.dev/gemini-api/docs/troubleshooting: "API
     // key not valid. Please pass a valid API key." and "API key expired.
     // Please renew the API key."
     phrase("api key not valid", Names::Token),
     phrase("api key expired", Names::Token),
-    // OpenAI, https://platform.openai.com/docs/guides/error-codes:
-    // "Incorrect API key provided"; Groq, Together and fakeai: "Invalid API
-    // Key"; Cohere, https://docs.cohere.com/reference/errors: "invalid api
-    // token".
+    // OpenAI, https://platform.openai.com/docs/guides/error-codes, and xAI
+    // (on a `400`): "Incorrect API key provided"; Groq,
+    // https://console.groq.com/docs/errors, Together,
+    // https://docs.together.ai/docs/error-codes, and fakeai
+    // (`fakeai/app.py`): "Invalid API Key"; Cohere,
+    // https://docs.cohere.com/reference/errors: "invalid api token".
     phrase("incorrect api key", Names::Token),
     phrase("invalid api key", Names::Token),
     phrase("invalid api token", Names::Token),
@@ -209,13 +214,19 @@ pub(crate) const PHRASES: &[Phrase] = &[
         "security token included in the request is invalid",
         Names::Token,
     ),
-    // Rate limits in words: Mistral's "Requests rate limit exceeded",
-    // OpenAI's "Rate limit reached for requests".
+    // Rate limits in words: Mistral's "Requests rate limit exceeded"
+    // (https://docs.mistral.ai/deployment/laplateforme/tier/), OpenAI's
+    // "Rate limit reached for requests"
+    // (https://platform.openai.com/docs/guides/error-codes).
     phrase("rate limit exceeded", Names::Limit),
     phrase("rate limit reached", Names::Limit),
-    // An engine's trouble in words: OpenAI's and Moonshot's "The engine is
-    // currently overloaded, please try again later", TGI's and Google's
-    // "Model is overloaded", Gemini's "No capacity available for model".
+    // An engine's trouble in words: OpenAI's "That model is currently
+    // overloaded" (https://platform.openai.com/docs/guides/error-codes)
+    // and Moonshot's "The engine is currently overloaded, please try again
+    // later" (https://platform.moonshot.ai/docs/api/chat), TGI's "Model is
+    // overloaded" (router/src/infer/mod.rs) and Gemini's "The model is
+    // overloaded" and "No capacity available for model"
+    // (https://ai.google.dev/gemini-api/docs/troubleshooting).
     phrase("currently overloaded", Names::Trouble),
     phrase("model is overloaded", Names::Trouble),
     phrase("no capacity available", Names::Trouble),

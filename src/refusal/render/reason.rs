@@ -213,7 +213,7 @@ fn answered(site: Option<&Site>, said: &Said) -> String {
         }
         (By::Relayed(relay), _) => {
             let marked = match relay {
-                Relay::Header(name) => format!("its header {name} says so"),
+                Relay::Headers => "its llm_provider- headers say so".to_owned(),
                 Relay::Exception(name) => format!("its words name the upstream's {name}"),
             };
             format!(
