@@ -22,7 +22,7 @@ struct Prediction {
 async fn predict(transport: &dyn Transport, prompt: &str, n: usize) -> Option<Prediction> {
     let request = Request::json(&Question { prompt })
         .deadline(Duration::from_secs(5)) // this call's own deadline
-        .idempotency_key(format!("predict-{n}")); // a repeat is recognised, not billed twice
+        .idempotency_key(format!("predict-{n}")); // an engine that honours it bills a repeat once
     let refusal = match transport.execute(request).await {
         Ok(answer) => return answer.json().ok(), // the predictor validates the shape
         Err(refusal) => refusal,

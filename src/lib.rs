@@ -74,18 +74,23 @@
 //! |---|---|
 //! | `2xx` | an answer |
 //! | `401`, `403` | `no-engine` (the token was rejected) |
-//! | `402`, or a `429` whose error code names the account's credit | `engine-out-of-credit` |
+//! | `402` | `engine-out-of-credit` |
 //! | `429` | `engine-over-quota`, `retry-after` echoed |
 //! | any other status, or the request failed | `engine-unreachable`, its remedy pointing at the request, the path, the engine's health or the address |
+//! | from `400` up, an error code or words that name a cause (`API_KEY_INVALID`, "credit balance is too low", `overloaded_error`) | the cause they name, quoted in the reason |
+//! | a `402` asking for an x402 payment; a `401`/`403` with `Retry-After`; a `401`/`403` a gateway relays from its upstream | `engine-out-of-credit` (a payment per request); `engine-over-quota` (a ban); `engine-unreachable` (the gateway's credentials) |
 //! | no address, no token, an unusable token | `no-engine`, nothing sent |
 //! | plain `http` to a remote host, userinfo, not `http(s)` | `engine-unreachable`, nothing sent |
 //!
 //! # Retries, limits and what the transport reports
 //!
 //! Retries are opt-in ([`HttpTransportBuilder::retries`] with a
-//! [`RetryPolicy`]) and made only where they cannot double a bill: the
-//! request never reached the engine, the engine asked for the retry with a
-//! hint, or an `Idempotency-Key` lets it recognise the repeat. A `429` or
+//! [`RetryPolicy`]) and, without an idempotency key, made only where they
+//! cannot double a bill: the request never reached the engine, or the
+//! engine asked for the retry with a hint. A request that was sent and
+//! failed is retried only with an `Idempotency-Key`
+//! ([`RetryPolicy::idempotency_keys`]), for an engine that honours it: one
+//! that ignores the header may bill each attempt. A `429` or
 //! `503` with a hint holds every clone of the transport until the window
 //! ends ([`HttpTransportBuilder::respect_limits`], on by default). Each send
 //! is a `tracing` span `meterwire.send`, and [`HttpTransport::meter`] counts

@@ -117,7 +117,11 @@ impl Request {
     /// Sends `Idempotency-Key: "<key>"` (the IETF draft's quoted string) on
     /// every attempt of this send, so an engine that honours it can tell a
     /// repeat from a new request. The key is not a secret: visible ASCII
-    /// without quotes or backslashes.
+    /// without quotes or backslashes. With a retry policy, a send that
+    /// carries a key is tried again after it was sent and failed (a `408`,
+    /// a `5xx` without a hint, a reset): give one only to an engine that
+    /// honours `Idempotency-Key`, since one that ignores it may bill each
+    /// attempt.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Request {
         self.idempotency_key = Some(key.into());
         self

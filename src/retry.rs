@@ -1,18 +1,30 @@
-//! Retries that cannot double a bill: the retry table as code.
+//! Retries, said exactly: the retry table as code.
 //!
 //! A metered engine bills every request that reaches it, so a retry is a
 //! second bill unless the first request provably never reached the engine,
-//! the engine itself asked for the retry (a `429` or `503` with a hint), or
-//! an `Idempotency-Key` lets the engine recognise the repeat. Peer clients
-//! retry any failed `POST`; that is how a job gets resubmitted hundreds of
-//! times and billed for most of them. So retries are opt-in
-//! ([`RetryPolicy::none`] is the default), and [`decide`] is the one place
-//! that says whether an outcome may be tried again.
+//! or the engine itself asked for the retry (a `429` or `503` with a
+//! hint). A request that was sent and then failed (a `408`, a `5xx`
+//! without a hint, a reset) may have been billed already; an
+//! `Idempotency-Key` lets an engine that honours it recognise the repeat,
+//! but an engine that ignores the header bills every attempt, and a client
+//! cannot tell the two apart. Peer clients retry any failed `POST`; that is
+//! how a job gets resubmitted hundreds of times and billed for most of
+//! them. So retries are opt-in ([`RetryPolicy::none`] is the default), a
+//! policy sends no key unless asked to (only then is a request that was
+//! sent tried again), and [`decide`] is the one place that says whether an
+//! outcome may be tried again.
 
 use std::time::Duration;
 
 /// How many times a send may be attempted, how long it may wait for the
 /// engine's hint, and whether each send carries an idempotency key.
+///
+/// Without a key, a policy retries only what cannot double a bill: a
+/// request that never reached the engine, and a `429` or `503` whose hint
+/// asks for the retry. With [`idempotency_keys(true)`](Self::idempotency_keys)
+/// it also retries a request that was sent and failed (a `408`, a `5xx`
+/// without a hint, a reset), which is safe only against an engine that
+/// honours `Idempotency-Key`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -20,10 +32,12 @@ use std::time::Duration;
 ///
 /// let policy = RetryPolicy::new()
 ///     .max_attempts(4)
-///     .max_wait(Duration::from_secs(10))
-///     .idempotency_keys(true);
+///     .max_wait(Duration::from_secs(10));
 /// assert_eq!(policy.attempts(), 4);
 /// assert_eq!(RetryPolicy::none().attempts(), 1);
+/// // For an engine that honours `Idempotency-Key` only:
+/// let keyed = RetryPolicy::new().idempotency_keys(true);
+/// # let _ = keyed;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -43,13 +57,15 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// At most 3 attempts, backoff from 250 ms doubling to at most 8 s with
-    /// full jitter, a hint waited for when it is at most 30 s, and an
-    /// idempotency key on every send.
+    /// full jitter, a hint waited for when it is at most 30 s, and no
+    /// idempotency key: a request that may have reached the engine (a
+    /// `408`, a `5xx` without a hint, a reset after it was sent) is not
+    /// sent again, since the engine may have billed it.
     pub fn new() -> RetryPolicy {
         RetryPolicy {
             max_attempts: 3,
             max_wait: Duration::from_secs(30),
-            idempotency_keys: true,
+            idempotency_keys: false,
             backoff_base: Duration::from_millis(250),
             backoff_cap: Duration::from_secs(8),
         }
@@ -59,7 +75,6 @@ impl RetryPolicy {
     pub fn none() -> RetryPolicy {
         RetryPolicy {
             max_attempts: 1,
-            idempotency_keys: false,
             ..RetryPolicy::new()
         }
     }
@@ -80,8 +95,10 @@ impl RetryPolicy {
     }
 
     /// Whether every send carries a fresh `Idempotency-Key` (the same on
-    /// each of its attempts), which makes a retry after the request was sent
-    /// safe for an engine that honours it.
+    /// each of its attempts), and so whether a request that was sent and
+    /// then failed (a `408`, a `5xx` without a hint, a reset) is sent
+    /// again. Turn it on only for an engine that honours `Idempotency-Key`:
+    /// one that ignores the header may bill each attempt. Off by default.
     pub fn idempotency_keys(mut self, on: bool) -> RetryPolicy {
         self.idempotency_keys = on;
         self
@@ -253,7 +270,8 @@ mod tests {
         assert_eq!(none.attempts(), 1);
         assert!(!none.keys());
         assert_eq!(RetryPolicy::new().attempts(), 3);
-        assert!(RetryPolicy::new().keys());
+        assert!(!RetryPolicy::new().keys(), "no key unless asked for");
+        assert!(RetryPolicy::new().idempotency_keys(true).keys());
         assert_eq!(RetryPolicy::new().max_attempts(0).attempts(), 1);
     }
 }

@@ -39,6 +39,12 @@ const SLOW_ENGINE: Duration = Duration::from_secs(3);
 const SMALL_CAP: u64 = 1_024;
 const LARGE_ANSWER: usize = 4_096;
 const RETRY_AFTER: &str = "30";
+/// How long the banned-address row's engine bans the address for.
+const BAN_SECONDS: u32 = 291;
+/// The x402 row's `PAYMENT-REQUIRED`: the x402 specification's example
+/// (`specs/transports-v2/http.md`), a payment of 10 000 units of USDC
+/// asked with each request, base64 as sent.
+const PAYMENT_REQUIRED: &str = "eyJ4NDAyVmVyc2lvbiI6MiwiZXJyb3IiOiJQQVlNRU5ULVNJR05BVFVSRSBoZWFkZXIgaXMgcmVxdWlyZWQiLCJyZXNvdXJjZSI6eyJ1cmwiOiJodHRwczovL2FwaS5leGFtcGxlLmNvbS9wcmVtaXVtLWRhdGEiLCJkZXNjcmlwdGlvbiI6IkFjY2VzcyB0byBwcmVtaXVtIG1hcmtldCBkYXRhIiwibWltZVR5cGUiOiJhcHBsaWNhdGlvbi9qc29uIn0sImFjY2VwdHMiOlt7InNjaGVtZSI6ImV4YWN0IiwibmV0d29yayI6ImVpcDE1NTo4NDUzMiIsImFtb3VudCI6IjEwMDAwIiwiYXNzZXQiOiIweDAzNkNiRDUzODQyYzU0MjY2MzRlNzkyOTU0MWVDMjMxOGYzZENGN2UiLCJwYXlUbyI6IjB4MjA5NjkzQmM2YWZjMEM1MzI4YkEzNkZhRjAzQzUxNEVGMzEyMjg3QyIsIm1heFRpbWVvdXRTZWNvbmRzIjo2MCwiZXh0cmEiOnsibmFtZSI6IlVTREMiLCJ2ZXJzaW9uIjoiMiJ9fV19";
 
 /// The stream rows' timers: short, so the tour stays quick.
 const STREAM_IDLE: Duration = Duration::from_millis(300);
@@ -250,6 +256,42 @@ pub async fn tour(
             "HTTP 400",
             Some(Cause::EngineUnreachable),
             pairs(&at("malformed"), token),
+        ),
+        stage(
+            "credit, in the words",
+            "HTTP 400, \"credit balance is too low\"",
+            Some(Cause::EngineOutOfCredit),
+            pairs(&at("credit-in-words"), token),
+        ),
+        stage(
+            "key, by its code",
+            "HTTP 400, reason API_KEY_INVALID",
+            Some(Cause::NoEngine),
+            pairs(&at("key-by-code"), token),
+        ),
+        stage(
+            "x402 payment",
+            "HTTP 402, PAYMENT-REQUIRED",
+            Some(Cause::EngineOutOfCredit),
+            pairs(&at("x402"), token),
+        ),
+        stage(
+            "address banned",
+            &format!("HTTP 403, retry-after: {BAN_SECONDS}"),
+            Some(Cause::EngineOverQuota),
+            pairs(&at("banned"), token),
+        ),
+        stage(
+            "gateway's upstream",
+            "HTTP 401, llm_provider- headers",
+            Some(Cause::EngineUnreachable),
+            pairs(&at("relayed"), token),
+        ),
+        stage(
+            "overloaded, as a 429",
+            "HTTP 429, error_type overloaded",
+            Some(Cause::EngineUnreachable),
+            pairs(&at("overloaded"), token),
         ),
         stage(
             "no such path",
@@ -599,6 +641,52 @@ async fn stage_engine(engine: &MockServer, elsewhere: &MockServer, files: &Token
             .insert_header("retry-after", RETRY_AFTER)
             .insert_header("x-request-id", "req-tour-429"),
         ),
+        // What real engines say, where their status alone would mislead:
+        // Anthropic's empty account on a 400, Google's bad key on a 400,
+        // an x402 engine's payment asked per request, fakeai's ban of an
+        // address, LiteLLM relaying its upstream's rejection of its own
+        // key, and TGI's full queue on a 429.
+        (
+            "/credit-in-words",
+            json(
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#.to_owned(),
+            ),
+        ),
+        (
+            "/key-by-code",
+            json(
+                400,
+                r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}"#.to_owned(),
+            ),
+        ),
+        (
+            "/x402",
+            json(402, "{}".to_owned()).insert_header("payment-required", PAYMENT_REQUIRED),
+        ),
+        (
+            "/banned",
+            json(
+                403,
+                format!(r#"{{"error":{{"code":"ip_banned","message":"IP address temporarily banned due to abuse. Retry after {BAN_SECONDS} seconds.","param":null,"type":"security_error"}}}}"#),
+            )
+            .insert_header("retry-after", BAN_SECONDS.to_string().as_str()),
+        ),
+        (
+            "/relayed",
+            json(
+                401,
+                r#"{"error":{"message":"litellm.AuthenticationError: AuthenticationError: OpenAIException - Incorrect API key provided: sk-proj-****. You can find your API key at https://platform.openai.com/account/api-keys.","type":"auth_error","param":"None","code":"401"}}"#.to_owned(),
+            )
+            .insert_header("llm_provider-x-request-id", "req_tour_relayed"),
+        ),
+        (
+            "/overloaded",
+            json(
+                429,
+                r#"{"error":"Model is overloaded","error_type":"overloaded"}"#.to_owned(),
+            ),
+        ),
         (
             "/failing",
             ResponseTemplate::new(503)
@@ -821,7 +909,7 @@ fn print_table(
                 ..
             } => (
                 gist(refusal.reason(), &lead).to_owned(),
-                Some(refusal.remedy()),
+                Some(show::in_probe_words(refusal.remedy())),
             ),
             Outcome::NotRefused => (NOT_REFUSED.to_owned(), None),
         };
@@ -829,7 +917,7 @@ fn print_table(
             out!("{}{line}", " ".repeat(INDENT));
         }
         if let Some(remedy) = then {
-            for (i, line) in show::wrap(remedy, detail - 2, 2).iter().enumerate() {
+            for (i, line) in show::wrap(&remedy, detail - 2, 2).iter().enumerate() {
                 let arrow = if i == 0 { "→ " } else { "  " };
                 out!("{}{}{line}", " ".repeat(INDENT - 2), style.dim(arrow));
             }

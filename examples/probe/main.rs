@@ -166,8 +166,9 @@ struct Args {
     #[arg(long, requires = "stream")]
     expect_done: bool,
 
-    /// A retry policy of at most N attempts per send (1 is none): only where
-    /// a retry cannot double a bill, with an idempotency key on every send
+    /// A retry policy of at most N attempts per send (1 is none), with no
+    /// idempotency key: only where a retry cannot double a bill (nothing
+    /// reached the engine, or it asked for the retry with a hint)
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = value_parser!(u32).range(1..=10))]
     retries: u32,

@@ -338,7 +338,11 @@ impl Summary {
                 style.dim(&format!("({}); the first said:", show::meaning(cause)))
             );
             out!("      {}  {}", style.bold("reason"), refusal.reason());
-            out!("      {}  {}", style.bold("remedy"), refusal.remedy());
+            out!(
+                "      {}  {}",
+                style.bold("remedy"),
+                show::in_probe_words(refusal.remedy())
+            );
         }
         if let Some(usage) = self.meter.usage() {
             out!(

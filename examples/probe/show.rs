@@ -94,6 +94,29 @@ pub fn print_answer(answer: &Answer, elapsed_ms: u64, style: &Style) {
     }
 }
 
+/// A remedy in the probe's words: where the library names the builder
+/// method that raises a timer, the probe names its own flag.
+pub fn in_probe_words(remedy: &str) -> String {
+    [
+        (
+            "HttpTransportBuilder::deadline or Call::deadline",
+            "--timeout-ms",
+        ),
+        (
+            "HttpTransportBuilder::idle_timeout or Call::idle_timeout",
+            "--idle-ms",
+        ),
+        (
+            "HttpTransportBuilder::stream_deadline or Call::stream_deadline",
+            "--stream-deadline-ms",
+        ),
+    ]
+    .iter()
+    .fold(remedy.to_owned(), |remedy, (method, flag)| {
+        remedy.replace(method, flag)
+    })
+}
+
 pub fn print_refusal(refusal: &Refusal, style: &Style) {
     let cause = refusal.cause();
     out!(
@@ -102,7 +125,11 @@ pub fn print_refusal(refusal: &Refusal, style: &Style) {
         style.dim(&format!("(a refusal: {})", meaning(cause)))
     );
     out!("  {}  {}", style.bold("reason"), refusal.reason());
-    out!("  {}  {}", style.bold("remedy"), refusal.remedy());
+    out!(
+        "  {}  {}",
+        style.bold("remedy"),
+        in_probe_words(refusal.remedy())
+    );
     if let Some(source) = refusal.variable() {
         out!("  {}  {source}", style.bold("source"));
     }

@@ -9,21 +9,23 @@
 //! still act from the environment.
 //!
 //! Everything that can be decided without the network is decided here, when
-//! the transport is built: a configuration that cannot send becomes the
-//! stored refusal every send returns without opening a connection, because a
-//! missing token must never cost a request and a token with a line break
-//! must never reach a socket.
+//! the transport is built: a configuration that cannot send is an
+//! [`Unsent`], which the transport turns into the stored refusal every send
+//! returns without opening a connection, because a missing token must never
+//! cost a request and a token with a line break must never reach a socket.
+//! The configuration says what is wrong; the words are the refusal's.
 //!
 //! The pieces of a configuration live beside it: [`env`] (the environment
 //! a chain is read from), [`naming`] (which variables a chain reads),
-//! [`origin`] (where a value came from, and how a refusal names it),
-//! [`address`] (the engine's address, checked and shown without its
-//! userinfo) and [`token`] (the bearer token, given or kept from a file).
+//! [`origin`] (where a value came from), [`address`] (the engine's address,
+//! checked and shown without its userinfo), [`token`] (the bearer token,
+//! given or kept from a file) and [`site`] (where a send goes, settled).
 
 pub(crate) mod address;
 pub(crate) mod env;
 pub(crate) mod naming;
 pub(crate) mod origin;
+pub(crate) mod site;
 pub(crate) mod token;
 
 use std::path::PathBuf;
@@ -35,17 +37,15 @@ use secrecy::SecretString;
 use tokio::time::Instant;
 
 use crate::conceal::Concealer;
-use crate::config::address::Address;
+use crate::config::address::{Address, AddressError};
 use crate::config::env::Env;
 use crate::config::naming::Naming;
 use crate::config::naming::{TokenChainError, TokenSpec};
 use crate::config::origin::Origin;
+use crate::config::site::Site;
 use crate::config::token::content::FileProblem;
 use crate::config::token::file::{Current, TokenFile};
 use crate::config::token::{Token, UnusableToken};
-use crate::refusal::Refusal;
-use crate::refusal::Site;
-use crate::refusal::before_send;
 
 /// What the builder was given in code: the address, the token (or a file
 /// that holds it), and the proxy every request goes through.
@@ -64,11 +64,35 @@ pub(crate) enum InCodeToken {
 }
 
 /// A transport's settled configuration: where every send goes and with
-/// which header, or the refusal every send returns; and the concealer built
+/// which header, or what keeps it from sending; and the concealer built
 /// from the token and the snapshot.
 pub(crate) struct Settled {
-    pub(crate) target: Result<Target, Refusal>,
+    pub(crate) target: Result<Target, Box<Unsent>>,
     pub(crate) concealer: Concealer,
+}
+
+/// What keeps a configuration from sending anything, found before any
+/// connection. Address problems come first, since a token's problem names
+/// the address.
+#[derive(Clone, Debug)]
+pub(crate) enum Unsent {
+    /// No address in code, and every variable of the address chain unset
+    /// or blank.
+    NoAddress,
+    /// The address (from code or its chain) is not an engine's address.
+    BadAddress(AddressError),
+    /// Plain `http` to a host that is not loopback, without the opt-in.
+    Plaintext(Address),
+    /// An address, but no token in code and none in the token chain.
+    NoToken(Address),
+    /// The token (from code or its chain) cannot be a header value.
+    Unusable(Address, UnusableToken),
+    /// A token variable and its `_FILE` twin are both set.
+    Both {
+        address: Address,
+        variable: String,
+        twin: String,
+    },
 }
 
 /// Everything a send needs that the configuration decided: where it goes,
@@ -148,28 +172,22 @@ pub(crate) fn settle(
 ) -> Settled {
     let (token, concealer) =
         token_and_concealer(naming, scope, env, in_code.token, in_code.file_interval);
-    let target = address(
-        naming,
-        scope,
-        env,
-        in_code.address,
-        allow_plaintext,
-        &concealer,
-    )
-    .and_then(|address| match token {
-        TokenOutcome::Found(origin, token) => Ok(Target {
-            site: Site::new(scope, address, origin, concealer.clone())
-                .through(in_code.proxy.as_deref()),
-            token,
-        }),
-        TokenOutcome::Missing => Err(before_send::no_token(naming, scope, &address, &concealer)),
-        TokenOutcome::Unusable(unusable) => Err(before_send::unusable_token(
-            scope, &address, &unusable, &concealer,
-        )),
-        TokenOutcome::Both { variable, twin } => Err(before_send::both_token_and_file(
-            scope, &address, &variable, &twin, &concealer,
-        )),
-    });
+    let target = address(naming, scope, env, in_code.address, allow_plaintext).and_then(
+        |address| match token {
+            TokenOutcome::Found(origin, token) => Ok(Target {
+                site: Site::new(scope, address, origin, concealer.clone())
+                    .through(in_code.proxy.as_deref()),
+                token,
+            }),
+            TokenOutcome::Missing => Err(Box::new(Unsent::NoToken(address))),
+            TokenOutcome::Unusable(unusable) => Err(Box::new(Unsent::Unusable(address, unusable))),
+            TokenOutcome::Both { variable, twin } => Err(Box::new(Unsent::Both {
+                address,
+                variable,
+                twin,
+            })),
+        },
+    );
     Settled { target, concealer }
 }
 
@@ -235,16 +253,15 @@ fn token_and_concealer(
     }
 }
 
-/// The engine's address, from code or its chain, or the refusal that says
-/// why there is none a token may be sent to.
+/// The engine's address, from code or its chain, or why there is none a
+/// token may be sent to.
 fn address(
     naming: &Naming,
     scope: &str,
     env: &Env,
     in_code: Option<String>,
     allow_plaintext: bool,
-    concealer: &Concealer,
-) -> Result<Address, Refusal> {
+) -> Result<Address, Box<Unsent>> {
     let (value, origin) = match in_code {
         Some(value) => (
             value,
@@ -257,15 +274,15 @@ fn address(
             let resolved = naming
                 .address_chain(scope)
                 .resolve(env)
-                .ok_or_else(|| before_send::no_address(naming, scope, concealer))?;
+                .ok_or_else(|| Box::new(Unsent::NoAddress))?;
             let origin = Origin::Variable(resolved.source().to_owned());
             (resolved.value().to_owned(), origin)
         }
     };
-    let address = Address::parse(&value, origin)
-        .map_err(|error| before_send::bad_address(scope, &error, concealer))?;
+    let address =
+        Address::parse(&value, origin).map_err(|error| Box::new(Unsent::BadAddress(error)))?;
     if !address.is_https() && !address.is_loopback() && !allow_plaintext {
-        return Err(before_send::plaintext(scope, &address, concealer));
+        return Err(Box::new(Unsent::Plaintext(address)));
     }
     Ok(address)
 }

@@ -68,8 +68,49 @@ pub fn engine_value(value: &[u8], concealer: &Concealer, limit: usize) -> String
     words::engine_value(value, concealer, limit)
 }
 
-pub fn credit_code(text: &str, concealer: &Concealer) -> Option<String> {
-    words::credit_code(text, concealer)
+/// The codes of an error body, most specific first.
+pub fn engine_codes(text: &str) -> Vec<String> {
+    words::codes(text)
+}
+
+/// What an engine's answer is read as: the cause's name, the reason and
+/// the remedy written from it, from an arbitrary status, headers and body,
+/// to the engine at `https://engine.example/v1` whose token is `token`.
+pub fn answer_read(
+    status: u16,
+    pairs: &[(&str, &[u8])],
+    body: &str,
+    token: &str,
+) -> Option<(&'static str, String, String)> {
+    use crate::config::address::Address;
+    use crate::config::origin::Origin;
+    use crate::config::site::Site;
+
+    let concealer = Concealer::new([token]);
+    let address = Address::parse(
+        "https://engine.example/v1",
+        Origin::Variable("CHANT_BEHAVIOUR_ENGINE".to_owned()),
+    )
+    .ok()?;
+    let site = Site::new(
+        "fuzz",
+        address,
+        Origin::Variable("CHANT_BEHAVIOUR_TOKEN".to_owned()),
+        concealer.clone(),
+    );
+    let head = concealer.conceal(body);
+    let refusal = crate::refusal::status::refusal_for_concealed_status(
+        &site,
+        status,
+        &headers(pairs),
+        &head,
+        SystemTime::UNIX_EPOCH,
+    )?;
+    Some((
+        refusal.cause().as_str(),
+        refusal.reason().to_owned(),
+        refusal.remedy().to_owned(),
+    ))
 }
 
 pub fn json_message(text: &str) -> Option<String> {

@@ -2,415 +2,54 @@
 //! errors.
 //!
 //! A failure is always `engine-unreachable`: the engine did not answer the
-//! question. The reason names what failed in the crate's own words, never in
+//! question. Its reason names what failed in the crate's own words, never in
 //! reqwest's: a reqwest error's `Display` carries the full URL, query and
-//! all. The remedy points where the failure does: a refused connection, an
+//! all. Its remedy points where the failure does: a refused connection, an
 //! unknown host or a failed handshake at the address; a reset or the
 //! deadline at the engine's health; a body that could not be serialized or a
-//! header that cannot be sent at the request.
+//! header that cannot be sent at the request. Both are written by `render`
+//! from the [`Failure`] and how far the answer got.
 
 use std::io;
 
-use super::site::Site;
-use super::status::{Fix, proxy_remedy, unreachable_remedy};
-use crate::config::naming::Naming;
-use crate::refusal::{Cause, Refusal};
-use crate::retry::Outcome;
-
-/// How a request failed without an answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Failure {
-    /// Nothing listens at the address's port.
-    ConnectionRefused,
-    /// The host name does not resolve.
-    HostNotFound,
-    /// The TLS handshake failed; the text says why in the crate's own
-    /// words (for example "the engine's certificate is not signed by a
-    /// trusted authority").
-    Tls(&'static str),
-    /// The connection was reset or closed before the answer was complete.
-    ConnectionReset,
-    /// No complete answer within the deadline.
-    Deadline {
-        /// The deadline, in milliseconds.
-        ms: u64,
-    },
-    /// The connection could not be made for another reason.
-    Connect,
-    /// The answer is larger than the cap.
-    AnswerTooLarge {
-        /// The cap, in bytes.
-        cap: u64,
-        /// The length the engine declared, when it declared one.
-        declared: Option<u64>,
-    },
-    /// The answer is not UTF-8 text.
-    AnswerNotUtf8,
-    /// One piece, event or line of a stream is larger than the cap.
-    PieceTooLarge {
-        /// `piece`, `event` or `line`.
-        what: &'static str,
-        /// The cap, in bytes.
-        cap: u64,
-    },
-    /// The request failed in a way none of the above names.
-    Other,
-    /// The proxy the caller configured could not be reached or passed: the
-    /// request never reached the engine.
-    Proxy(ProxyFailure),
-    /// The blocking transport was called from a thread of an async runtime,
-    /// where waiting would stall the runtime; nothing was sent.
-    #[cfg_attr(not(feature = "blocking"), allow(dead_code))]
-    BlockingInRuntime,
-    /// The body could not be serialized as JSON; nothing was sent. The text
-    /// is the serializer's category of error, never its message (which a
-    /// `Serialize` implementation may fill with data).
-    Unserializable(&'static str),
-    /// A per-call option (a header, the idempotency key, the deadline)
-    /// cannot be used; nothing was sent. The text names the option, never a
-    /// header's value.
-    Unsendable(String),
-}
-
-/// How the configured proxy failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ProxyFailure {
-    /// Nothing listens at the proxy's port.
-    Refused,
-    /// The proxy's host name does not resolve.
-    NotFound,
-    /// The connection to the proxy could not be made, for a reason its
-    /// connector does not tell (a SOCKS connector keeps the socket's error
-    /// to itself).
-    Unreachable,
-    /// The connection through the proxy to the engine could not be made.
-    Connect,
-    /// The proxy asked for credentials (`407`).
-    AuthRequired,
-    /// The proxy refused to open a tunnel (`CONNECT`) to the engine.
-    Tunnel,
-}
-
-/// What a failure comes to, every column of it in one place: adding a kind
-/// of failure is adding one arm to [`Failure::row`].
-struct Row {
-    /// Whether the request can have reached the engine, for a retry (the
-    /// retry table's `decide` reads it).
-    outcome: Outcome,
-    /// A few words for the list of attempts in a reason.
-    short: String,
-    /// What failed, for the reason.
-    what: String,
-    /// How the reason says the engine fared: `did not answer:`,
-    /// `answered, but`, `answered HTTP 200, but`, `was not asked:`.
-    lead: String,
-    /// Where the remedy points.
-    remedy: Remedy,
-}
-
-/// How far an answer got before it failed: the engine answered this
-/// status, and this much of its body (and of a stream, these events)
-/// arrived. A refusal after a `2xx` head keeps its status and says so, so
-/// it never reads as an engine that did not answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Answered {
-    pub(crate) status: u16,
-    pub(crate) bytes: u64,
-    pub(crate) events: Option<u64>,
-}
-
-impl Answered {
-    /// `11 bytes`, or `11 bytes and 3 events`.
-    pub(crate) fn so_far(&self) -> String {
-        let bytes = match self.bytes {
-            1 => "1 byte".to_owned(),
-            n => format!("{n} bytes"),
-        };
-        match self.events {
-            Some(1) => format!("{bytes} and 1 event"),
-            Some(events) => format!("{bytes} and {events} events"),
-            None => bytes,
-        }
-    }
-}
-
-/// Where a failure's remedy points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Remedy {
-    /// Where the status table's remedies point (`Fix`), with what the
-    /// engine did named in the remedy when it was reached.
-    Fix(Fix),
-    /// The address, and trusting a private authority's certificate.
-    Trust,
-    /// Raising the cap, or an engine that answers within it.
-    Cap,
-    /// An engine that answers JSON as UTF-8 text.
-    Utf8,
-    /// The request type the predictor serializes.
-    Serializer,
-    /// The per-call option that cannot be used.
-    Option,
-    /// The proxy: up, reachable, and letting this host through.
-    Proxy,
-    /// The async transport, in async code.
-    Async,
-    /// The proxy's credentials.
-    ProxyCredentials,
-}
+use super::kind::Kind;
+pub(crate) use super::kind::{Answered, Failure, ProxyFailure};
+use super::render;
+use crate::config::site::Site;
+use crate::refusal::Refusal;
 
 impl Failure {
-    /// Every column of the failure: one match over the kinds.
-    ///
-    /// The outcome is read from reqwest's and hyper's errors, as `classify`
-    /// sorts them: a refused connection, an unknown host and any error of
-    /// the connect phase (reqwest's `is_connect`) come before a byte of the
-    /// request is written, so the engine never saw it. A reset, a closed
-    /// connection or an incomplete answer cannot be told apart from an
-    /// engine that read the request and then failed (a pooled connection
-    /// the engine closed may or may not have taken the request), so they
-    /// count as sent. TLS, the deadline, an answer over the cap or not
-    /// UTF-8 and anything refused before sending are final.
-    fn row(&self, answered: Option<&Answered>) -> Row {
-        let row = |outcome, short: &str, what: String, lead: &str, remedy| Row {
-            outcome,
-            short: short.to_owned(),
-            what,
-            lead: match answered {
-                Some(answered) => format!("answered HTTP {}, but", answered.status),
-                None => lead.to_owned(),
-            },
-            remedy,
-        };
-        let so_far = answered.map(Answered::so_far);
-        const NO_ANSWER: &str = "did not answer:";
-        match self {
-            Failure::ConnectionRefused => row(
-                Outcome::NotSent,
-                "connection refused",
-                "connection refused: nothing listens at that port".to_owned(),
-                NO_ANSWER,
-                Remedy::Fix(Fix::Reach),
-            ),
-            Failure::HostNotFound => row(
-                Outcome::NotSent,
-                "host not found",
-                "host not found: the name does not resolve".to_owned(),
-                NO_ANSWER,
-                Remedy::Fix(Fix::Reach),
-            ),
-            Failure::Connect => row(
-                Outcome::NotSent,
-                "no connection",
-                "the connection could not be made".to_owned(),
-                NO_ANSWER,
-                Remedy::Fix(Fix::Reach),
-            ),
-            Failure::Tls(why) => row(
-                Outcome::Final,
-                "TLS failed",
-                format!("TLS failed: {why}"),
-                NO_ANSWER,
-                Remedy::Trust,
-            ),
-            Failure::ConnectionReset => row(
-                Outcome::Lost,
-                "connection reset",
-                match so_far {
-                    Some(so_far) => format!(
-                        "the connection was reset after {so_far} of the answer, before it was complete"
-                    ),
-                    None => "connection reset: it closed before the answer was complete".to_owned(),
-                },
-                NO_ANSWER,
-                Remedy::Fix(Fix::Health),
-            ),
-            Failure::Deadline { ms } => row(
-                Outcome::Final,
-                &format!("no answer within {ms} ms"),
-                match so_far {
-                    Some(so_far) => {
-                        format!("its body stopped after {so_far}: no answer within {ms} ms")
-                    }
-                    None => format!("no answer within {ms} ms"),
-                },
-                NO_ANSWER,
-                Remedy::Fix(Fix::Health),
-            ),
-            Failure::Other => row(
-                Outcome::Lost,
-                "no answer",
-                match so_far {
-                    Some(so_far) => {
-                        format!("the answer stopped after {so_far}, before it was complete")
-                    }
-                    None => "the request failed before an answer arrived".to_owned(),
-                },
-                NO_ANSWER,
-                Remedy::Fix(Fix::Health),
-            ),
-            Failure::AnswerTooLarge { cap, declared } => row(
-                Outcome::Final,
-                "an answer over the cap",
-                match declared {
-                    Some(declared) => format!(
-                        "the answer declares {declared} bytes, over the cap of {cap} bytes, so it was not read"
-                    ),
-                    None => format!(
-                        "the answer is larger than the cap of {cap} bytes, so it was not kept"
-                    ),
-                },
-                "answered, but",
-                Remedy::Cap,
-            ),
-            Failure::PieceTooLarge { what, cap } => row(
-                Outcome::Final,
-                "a piece over the cap",
-                format!(
-                    "one {what} of the stream is larger than the cap of {cap} bytes, so it was not kept"
-                ),
-                "answered, but",
-                Remedy::Cap,
-            ),
-            Failure::AnswerNotUtf8 => row(
-                Outcome::Final,
-                "an answer not UTF-8",
-                match so_far {
-                    Some(so_far) => format!("the answer is not UTF-8 text ({so_far} arrived)"),
-                    None => "the answer is not UTF-8 text".to_owned(),
-                },
-                "answered, but",
-                Remedy::Utf8,
-            ),
-            Failure::Proxy(how) => {
-                let (short, what, remedy) = match how {
-                    ProxyFailure::Refused => (
-                        "proxy refused",
-                        "the proxy refused the connection: nothing listens at its port",
-                        Remedy::Proxy,
-                    ),
-                    ProxyFailure::NotFound => (
-                        "proxy not found",
-                        "the proxy's host name does not resolve",
-                        Remedy::Proxy,
-                    ),
-                    ProxyFailure::Unreachable => (
-                        "proxy unreachable",
-                        "the connection to the proxy could not be made",
-                        Remedy::Proxy,
-                    ),
-                    ProxyFailure::Connect => (
-                        "no connection through the proxy",
-                        "the connection to the engine through the proxy could not be made",
-                        Remedy::Proxy,
-                    ),
-                    ProxyFailure::AuthRequired => (
-                        "proxy asked for credentials",
-                        "the proxy asked for credentials (HTTP 407) before it would pass the request on",
-                        Remedy::ProxyCredentials,
-                    ),
-                    ProxyFailure::Tunnel => (
-                        "proxy refused the tunnel",
-                        "the proxy refused to open a tunnel (CONNECT) to the engine",
-                        Remedy::Proxy,
-                    ),
-                };
-                row(Outcome::NotSent, short, what.to_owned(), NO_ANSWER, remedy)
-            }
-            Failure::BlockingInRuntime => row(
-                Outcome::Final,
-                "not sent",
-                "meterwire::blocking::HttpTransport was called from a thread of an async runtime, where waiting for the answer would stall the runtime, so nothing was sent".to_owned(),
-                "was not asked:",
-                Remedy::Async,
-            ),
-            Failure::Unserializable(category) => row(
-                Outcome::Final,
-                "not sent",
-                unserializable_phrase(category),
-                "was not asked:",
-                Remedy::Serializer,
-            ),
-            Failure::Unsendable(problem) => row(
-                Outcome::Final,
-                "not sent",
-                format!("{problem}, so nothing was sent"),
-                "was not asked:",
-                Remedy::Option,
-            ),
-        }
-    }
-
-    /// What the failure means for a retry: whether the request can have
-    /// reached the engine.
-    pub(crate) fn outcome(&self) -> Outcome {
-        self.row(None).outcome
-    }
-
     /// A few words for the list of attempts in a reason.
     pub(crate) fn short(&self) -> String {
-        self.row(None).short
+        render::short(&Kind::Failed {
+            failure: self.clone(),
+            answered: None,
+        })
     }
 }
 
 /// What a failed request becomes: always `engine-unreachable`, with a reason
 /// naming what failed.
 pub(crate) fn refusal_for_failure(site: &Site, failure: &Failure) -> Refusal {
-    refusal(site, failure, None)
+    render::sent(
+        site,
+        Kind::Failed {
+            failure: failure.clone(),
+            answered: None,
+        },
+    )
 }
 
 /// What a failure after a `2xx` head becomes: `engine-unreachable` still,
 /// keeping the status and saying how much of the answer arrived.
 pub(crate) fn refusal_after_head(site: &Site, failure: &Failure, answered: Answered) -> Refusal {
-    refusal(site, failure, Some(&answered)).with_status(answered.status)
-}
-
-fn refusal(site: &Site, failure: &Failure, answered: Option<&Answered>) -> Refusal {
-    let Row {
-        what, lead, remedy, ..
-    } = failure.row(answered);
-    let what = match (failure, site.proxy()) {
-        (Failure::Proxy(_), Some(proxy)) => format!("{what} (the proxy at {proxy})"),
-        _ => what,
-    };
-    let address = site.address().origin();
-    let remedy = match remedy {
-        Remedy::Fix(fix @ Fix::Health) => {
-            unreachable_remedy(site, fix, &format!("did not answer: {what}"), None)
-        }
-        Remedy::Fix(fix) => unreachable_remedy(site, fix, "", None),
-        Remedy::Trust => format!(
-            "{}; if it presents a certificate from a private authority, trust that authority's certificate",
-            unreachable_remedy(site, Fix::Reach, "", None)
-        ),
-        Remedy::Cap => format!(
-            "raise the answer cap if answers this large are expected, or {}",
-            address.set_phrase("an engine that answers within it")
-        ),
-        Remedy::Utf8 => address.set_phrase("an engine that answers JSON as UTF-8 text"),
-        Remedy::Serializer => format!(
-            "{SERIALIZER_FIX} for the engine at {} (the address, {}, was not contacted)",
-            site.host(),
-            address.named()
-        ),
-        Remedy::Proxy => proxy_remedy(site, false),
-        Remedy::Async => format!(
-            "in async code use meterwire::HttpTransport and .await its send, or call the blocking transport from a thread that is not the runtime's; the engine at {} was not contacted (its address: {})",
-            site.host(),
-            address.named()
-        ),
-        Remedy::ProxyCredentials => proxy_remedy(site, true),
-        Remedy::Option => format!(
-            "drop or fix that option where the predictor builds the call, so that the engine at {} can be asked (the address, {}, was not contacted)",
-            site.host(),
-            address.named()
-        ),
-    };
-    site.seal(Refusal::new(
-        Cause::EngineUnreachable,
-        format!("{} {lead} {what}", site.subject()),
-        remedy,
-        site.address_variable(),
-    ))
+    render::sent(
+        site,
+        Kind::Failed {
+            failure: failure.clone(),
+            answered: Some(answered),
+        },
+    )
 }
 
 /// The category of a serde_json error, in words that quote no data.
@@ -549,36 +188,20 @@ fn describe_tls(error: &rustls::Error) -> &'static str {
     }
 }
 
-/// What a body that could not be serialized says, with or without an
-/// address to name: `category` is serde_json's word for what went wrong.
-fn unserializable_phrase(category: &str) -> String {
-    format!("the request body could not be serialized as JSON ({category}), so nothing was sent")
-}
-
-/// How a body that could not be serialized is mended, before what the
-/// remedy says of the engine.
-const SERIALIZER_FIX: &str =
-    "fix the request type the predictor serializes, so that serde_json can write it as JSON";
-
 /// The refusal of a body that could not be serialized, for a transport
 /// that has no address to name: the default `Transport::execute`.
-pub(crate) fn unserializable_unaddressed(category: &str) -> Refusal {
-    Refusal::new(
-        Cause::EngineUnreachable,
-        unserializable_phrase(category),
-        format!(
-            "{SERIALIZER_FIX}; nothing was sent to the engine (its address is read from {} by default)",
-            Naming::default().engine_variable()
-        ),
-        None,
-    )
+pub(crate) fn unserializable_unaddressed(category: &'static str) -> Refusal {
+    render::unaddressed_unserializable(category)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::conceal::Concealer;
+    use crate::refusal::Cause;
+    use crate::refusal::kind::Fix;
     use crate::refusal::site::test_site;
+    use crate::retry::Outcome;
 
     const ADDRESS_VAR: &str = "CHANT_BEHAVIOUR_ENGINE";
 
@@ -643,18 +266,6 @@ mod tests {
             ),
         ];
         for (failure, says, fix) in cases {
-            let remedy = failure.row(None).remedy;
-            match remedy {
-                Remedy::Fix(actual) => assert_eq!(actual, fix, "{failure:?}"),
-                Remedy::Trust
-                | Remedy::Cap
-                | Remedy::Utf8
-                | Remedy::Proxy
-                | Remedy::ProxyCredentials => assert_eq!(fix, Fix::Reach, "{failure:?}"),
-                Remedy::Serializer | Remedy::Option | Remedy::Async => {
-                    assert_eq!(fix, Fix::Request, "{failure:?}")
-                }
-            }
             let refusal = refusal_for_failure(&site(), &failure);
             assert_eq!(refusal.cause(), Cause::EngineUnreachable, "{failure:?}");
             assert_eq!(refusal.variable(), Some(ADDRESS_VAR), "{failure:?}");
@@ -673,8 +284,16 @@ mod tests {
             assert!(remedy.contains(ADDRESS_VAR), "{failure:?}: {remedy:?}");
             match fix {
                 Fix::Health => assert!(remedy.starts_with("try again later"), "{remedy}"),
-                Fix::Request => assert!(!remedy.contains("reachable"), "{remedy}"),
-                Fix::Reach | Fix::Path => {}
+                Fix::Request => {
+                    assert!(!remedy.contains("reachable"), "{remedy}");
+                    assert!(remedy.contains("fix"), "{remedy}");
+                }
+                _ => assert!(
+                    ["reachable", "proxy", "cap", "UTF-8"]
+                        .iter()
+                        .any(|word| remedy.contains(word)),
+                    "{failure:?}: {remedy}"
+                ),
             }
         }
     }

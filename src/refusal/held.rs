@@ -4,52 +4,33 @@
 //! `402`, `401` or `403`.
 //!
 //! Each says when and why the engine asked, and how long is left, so an
-//! operator can tell a spent window from a network that is down. What the limits
-//! keep of each window (`Hold`, `Latched`, `Spent`) is theirs, in
-//! `limits/hold.rs`.
+//! operator can tell a spent window from a network that is down; `render`
+//! words them. What the limits keep of each window (`Hold`, `Latched`,
+//! `Spent`) is theirs, in `limits/hold.rs`.
 
 use tokio::time::Instant;
 
-use super::site::Site;
-use super::status::{Window, over_quota_remedy};
-use crate::clock::http_date;
+use super::kind::{Asked, Counted, Kind};
+use super::render;
+use crate::config::site::Site;
 use crate::limits::hold::{Hold, Latched, Spent};
-use crate::refusal::{Cause, Refusal};
-use crate::text::seconds_phrase;
+use crate::refusal::Refusal;
 
 /// A send before the engine's window ends: held, not sent.
 pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
     let left = hold.until.saturating_duration_since(now);
-    let token = site.token();
-    let window = match hold.ceiling {
-        Some(ceiling) => format!(
-            "; that is longer than the longest hold this transport keeps, so the hold was cut to {}, of which {} is left",
-            seconds_phrase(ceiling),
-            seconds_phrase(left)
-        ),
-        None => format!(", and {} of that window is left", seconds_phrase(left)),
-    };
-    let asked = match &hold.fleet {
-        None => "the engine asked".to_owned(),
-        Some(shared) => format!(
-            "the engine asked another process that shares the account (as the shared hold on {shared} records it)"
-        ),
-    };
-    site.seal(
-        Refusal::new(
-            Cause::EngineOverQuota,
-            format!(
-                "{}: the send was held, not sent: at {} {asked}, by {}, to wait {} before sending again{window}; the account billed through {} is held until then",
-                site.subject(),
-                http_date(hold.asked_at),
-                hold.why,
-                seconds_phrase(hold.asked),
-                token.holding("the token")
-            ),
-            over_quota_remedy(site, Window::Left(left)),
-            site.address_variable(),
-        )
-        .with_retry_after(left),
+    render::sent(
+        site,
+        Kind::Held {
+            hold: Box::new(Asked {
+                asked_at: hold.asked_at,
+                asked: hold.asked,
+                ceiling: hold.ceiling,
+                why: hold.why.clone(),
+                fleet: hold.fleet.clone(),
+            }),
+            left,
+        },
     )
 }
 
@@ -57,71 +38,26 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
 /// nothing sent.
 pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
     let left = latched.until.saturating_duration_since(now);
-    let original = &latched.refusal;
-    // The original reason opens with the same subject; it is said once.
-    let subject = site.subject();
-    let said = match original.reason().strip_prefix(&format!("{subject} ")) {
-        Some(rest) => format!("the engine {rest}"),
-        None => format!("the engine said: {}", original.reason()),
-    };
-    let mut refusal = Refusal::new(
-        original.cause(),
-        format!(
-            "{subject}: the send was latched, not sent, for {} more: at {} {said}",
-            seconds_phrase(left),
-            http_date(latched.at),
-        ),
-        original.remedy(),
-        original.variable().map(str::to_owned),
-    );
-    if let Some(status) = original.status() {
-        refusal = refusal.with_status(status);
-    }
-    if let Some(id) = original.request_id() {
-        refusal = refusal.with_request_id(id);
-    }
-    site.seal(refusal)
+    render::latched(site, &latched.refusal, latched.at, left)
 }
 
 /// A send while the requests window the engine's answers described is
 /// spent: held, not sent.
 pub(crate) fn spent(site: &Site, spent: &Spent, now: Instant) -> Refusal {
     let left = spent.until.saturating_duration_since(now);
-    let token = site.token();
-    let limit = match spent.limit {
-        Some(limit) => format!(" (of a limit of {limit})"),
-        None => String::new(),
-    };
-    let said = match &spent.fleet {
-        None => format!(
-            "at {} the engine's answer ({}) said {} {} were left{limit} until the window resets, and this transport has started {} since",
-            http_date(spent.said_at),
-            spent.header,
-            spent.remaining,
-            spent.what,
-            spent.started
-        ),
-        Some(shared) => format!(
-            "the processes that share the account have started every send the engine's answers said was left of its {} window, as the shared budget on {shared} records it",
-            spent.what
-        ),
-    };
-    site.seal(
-        Refusal::new(
-            Cause::EngineOverQuota,
-            format!(
-                "{}: the send was held, not sent: {said}; none is left for {}, until the window resets; the account billed through {} is held until then",
-                site.subject(),
-                seconds_phrase(left),
-                token.holding("the token")
-            ),
-            format!(
-                "wait for the engine's limit window to reset ({} left) before sending again, or give the transport a retry policy whose max_wait covers it; or {}",
-                seconds_phrase(left),
-                token.set_phrase("a token with a limit of its own")
-            ),
-            site.address_variable(),
-        )
-        .with_retry_after(left),
+    render::sent(
+        site,
+        Kind::Spent {
+            spent: Box::new(Counted {
+                said_at: spent.said_at,
+                what: spent.what,
+                remaining: spent.remaining,
+                limit: spent.limit,
+                header: spent.header,
+                started: spent.started,
+                fleet: spent.fleet.clone(),
+            }),
+            left,
+        },
     )
 }

@@ -9,26 +9,35 @@
 //! (`"behaviour": "v1"`) and additive: consumers read `refusal.reason` and
 //! `refusal.remedy` and ignore fields they do not know.
 //!
-//! What decides a refusal lives beside this file: [`status`] (what a status
-//! becomes: the wire table as one function), [`failure`] (what a failed
-//! request becomes), [`before_send`] (what the configuration refuses before
-//! any connection), [`held`] (a send held by the engine's window or
-//! latched after a rejection), [`history`] (what a reason says about a
-//! send's attempts) and [`evidence`] (retry hints and rate-limit fields,
-//! request ids, challenges, the engine's words). [`site`] is where a call
-//! was going, which every reason names; how a refusal names where a value
-//! came from is written beside that value's `Origin`.
+//! A refusal is a value before it is words: [`kind`] holds what happened
+//! and its evidence, and the cause, the status and the retry table's
+//! outcome are read from it; [`render`] writes every reason and remedy
+//! from it, in one place. What decides the value lives beside this file:
+//! [`status`] (what an answer's status and evidence become), [`failure`]
+//! (what a failed request becomes, read from reqwest's errors), [`held`]
+//! (a send held by the engine's window or latched after a rejection),
+//! [`stream`] (an error or a timer inside a stream) and [`evidence`] (retry
+//! hints and rate-limit fields, request ids, challenges, the engine's
+//! words, its codes and phrases, and the protocol on the wire). Where a
+//! send was going is the configuration's `Site`.
 
-pub(crate) mod before_send;
 pub(crate) mod evidence;
 pub(crate) mod failure;
 pub(crate) mod held;
-pub(crate) mod history;
-pub(crate) mod site;
+pub(crate) mod kind;
+pub(crate) mod render;
 pub(crate) mod status;
 pub(crate) mod stream;
 
-pub(crate) use site::Site;
+pub(crate) use crate::config::site;
+
+/// What a refusal says about the attempts of its send: "after 3 attempts
+/// (HTTP 503, HTTP 503, connection reset)" tells an operator the engine was
+/// asked three times and billed for whatever it billed, and the
+/// idempotency key lets its support desk find them.
+pub(crate) mod history {
+    pub(crate) use super::render::after_attempts;
+}
 
 use std::fmt;
 use std::str::FromStr;
@@ -53,19 +62,24 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum Cause {
     /// No engine to ask: no address, no usable token, or a token the engine
-    /// rejected (`401`, `403`). The remedy is to set a variable.
+    /// rejected (`401`, `403`, or an error code or words that name the
+    /// token). The remedy is to set a variable.
     NoEngine,
     /// The engine did not answer the question: the request failed, or it
-    /// answered with a status that is not an answer. The remedy is to check
-    /// the address, the request, or the engine's health.
+    /// answered with a status that is not an answer (or an error that names
+    /// its own trouble, or a gateway's upstream that refused the gateway).
+    /// The remedy is to check the address, the request, or the engine's
+    /// health.
     EngineUnreachable,
-    /// The account is empty: the engine answered `402`, or a `429` whose
-    /// error code names the account's credit rather than a window. The
-    /// remedy is to fund it.
+    /// The account is empty: the engine answered `402`, or an error whose
+    /// code or words name the account's credit rather than a window. The
+    /// remedy is to fund it (or, for an engine that asks for an x402
+    /// payment with each request, to pay it).
     EngineOutOfCredit,
-    /// A limit is spent: the engine answered `429`, or the send was held,
-    /// not sent, because the engine had asked to wait. The remedy is to
-    /// wait for the window.
+    /// A limit is spent: the engine answered `429` (or a ban that ends, or
+    /// an error that names a limit), or the send was held, not sent,
+    /// because the engine had asked to wait. The remedy is to wait for the
+    /// window.
     EngineOverQuota,
 }
 
@@ -166,6 +180,10 @@ pub struct Refusal(Box<Fields>);
 /// its answer, however much a refusal carries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Fields {
+    /// The value the crate wrote the refusal from; none for one built from
+    /// its parts or read from a report.
+    #[serde(skip)]
+    kind: Kept,
     cause: Cause,
     reason: String,
     remedy: String,
@@ -198,6 +216,27 @@ fn is_zero(attempts: &u32) -> bool {
     *attempts == 0
 }
 
+/// The value a refusal was written from, kept beside its words so it can
+/// be written again (with its attempts, or latched). It is not part of
+/// what a refusal is: two refusals with the same fields are equal, and a
+/// report read back equals the refusal it was written from.
+#[derive(Clone, Default)]
+struct Kept(Option<Box<kind::Kind>>);
+
+impl PartialEq for Kept {
+    fn eq(&self, _: &Kept) -> bool {
+        true
+    }
+}
+
+impl Eq for Kept {}
+
+impl fmt::Debug for Kept {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("..")
+    }
+}
+
 impl Refusal {
     /// A refusal from its parts. The crate builds its own refusals from
     /// concealed text; this constructor is for a predictor's tests and fakes,
@@ -209,6 +248,7 @@ impl Refusal {
         source: Option<String>,
     ) -> Refusal {
         Refusal(Box::new(Fields {
+            kind: Kept::default(),
             cause,
             reason: reason.into(),
             remedy: remedy.into(),
@@ -258,6 +298,23 @@ impl Refusal {
     /// The same refusal, naming the idempotency key its send carried.
     pub(crate) fn with_idempotency_key(mut self, key: &str) -> Refusal {
         self.0.idempotency_key = Some(key.to_owned());
+        self
+    }
+
+    /// The same refusal, keeping the value it was written from.
+    pub(crate) fn with_kind(mut self, kind: kind::Kind) -> Refusal {
+        self.0.kind = Kept(Some(Box::new(kind)));
+        self
+    }
+
+    /// The value the crate wrote this refusal from, if it did.
+    pub(crate) fn kind(&self) -> Option<&kind::Kind> {
+        self.0.kind.0.as_deref()
+    }
+
+    /// The same refusal with its reason written again.
+    pub(crate) fn with_reason(mut self, reason: String) -> Refusal {
+        self.0.reason = reason;
         self
     }
 
@@ -332,22 +389,6 @@ impl Refusal {
         }
     }
 
-    /// The same refusal with `text` inserted in its reason after `prefix`
-    /// (or in front, when the reason does not start with it), concealed and
-    /// bounded again.
-    pub(crate) fn insert_after(
-        mut self,
-        prefix: &str,
-        text: &str,
-        concealer: &crate::conceal::Concealer,
-    ) -> Refusal {
-        self.0.reason = match self.0.reason.strip_prefix(prefix) {
-            Some(rest) => format!("{prefix}{text}{rest}"),
-            None => format!("{text}{}", self.0.reason),
-        };
-        site::seal(concealer, self)
-    }
-
     /// Applies `f` to the reason, the remedy, the request id and the
     /// engine's host: how the transport passes each through its concealer
     /// one last time before they leave.
@@ -375,6 +416,7 @@ impl fmt::Display for Refusal {
 impl fmt::Debug for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Fields {
+            kind: _,
             cause,
             reason,
             remedy,

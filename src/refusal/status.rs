@@ -1,5 +1,5 @@
-//! What a status becomes: the wire table (the README's "What the wire
-//! becomes") as one pure function.
+//! What a status becomes: the engine's answer read for the strongest
+//! evidence of its cause, into the value a refusal is written from.
 //!
 //! The statuses are read the way HTTP defines them: `401`/`403` reject the
 //! token (set a variable), `402` says the account is empty (fund it), `429`
@@ -7,241 +7,48 @@
 //! a `4xx` outside those three, is `engine-unreachable`: "malformed request"
 //! has no remedy an operator can apply, and the reason names the status so a
 //! reader can tell which side of the wire is wrong. Within it, the remedy
-//! points where the status does ([`Fix`]): the request, the address's path,
-//! the engine's health, or the address's reachability. A wrong remedy sends
-//! an operator to debug a network that is fine.
+//! points where the status does: the request, the address's path, the
+//! engine's health, or the address's reachability.
 //!
-//! The engine's own words can name the remedy better than its status: a
-//! `429` whose error code names the account's credit (OpenAI's
-//! `insufficient_quota`) is out of credit, since waiting would not help.
+//! But real engines state their cause in the body and headers, not always
+//! in the status, so the status comes last. From `400` up, the cause is
+//! read from the strongest evidence, in this order: the engine's code, then
+//! its words (both in `evidence::dialect`'s tables), then the protocol on
+//! the wire (an x402 payment asked per request, a `401`/`403` with a
+//! `Retry-After` that is a ban, a gateway relaying its upstream's
+//! rejection), then the status. Evidence that only agrees with the status
+//! is not named; evidence that changes the cause or the remedy is, so the
+//! reason says what decided.
 //!
-//! Every string that came from outside is concealed before anything reads
-//! it, scrubbed before it is placed, and the finished refusal is sealed
-//! (concealed once more, then bounded).
+//! Every string that came from outside is read from what the door
+//! concealed, and scrubbed before it is kept.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use reqwest::header::{HeaderMap, LOCATION, RETRY_AFTER};
 
-use super::evidence::challenge::{self, BearerChallenge};
-use super::evidence::words::{credit_code, engine_value, engine_words};
-use super::evidence::{request_id, retry};
-use super::site::Site;
+use super::evidence::dialect::{Names, code_names, phrase_in};
+use super::evidence::protocol::{self, Relay};
+use super::evidence::words::{
+    codes, engine_code, engine_value, engine_words, last_segment, speaks_x402,
+};
+use super::evidence::{challenge, request_id, retry};
+use super::kind::{By, Challenge, Fix, Kind, Said, Wait, fix_for_status};
 use crate::conceal::Concealer;
+use crate::config::site::Site;
 use crate::refusal::{Cause, Refusal};
-use crate::text::seconds_phrase;
 
 /// How much of an echoed header a reason quotes.
 const HEADER_LIMIT: usize = 64;
 /// How much of an `error_description` a reason quotes.
 const DESCRIPTION_LIMIT: usize = 200;
-/// How much of a path a remedy quotes.
-const PATH_LIMIT: usize = 100;
-
-/// Where an `engine-unreachable` remedy points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Fix {
-    /// The request the predictor sends: the engine answered, and refused it.
-    Request,
-    /// The address's path: the engine does not serve it.
-    Path,
-    /// The engine's health: it failed, or did not finish in time.
-    Health,
-    /// The address and whether it can be reached from here.
-    Reach,
-}
-
-/// Where the remedy for a status outside `2xx`, `401`, `402`, `403` and
-/// `429` points. The wire table names `400`, `413`, `415`, `422` (the
-/// request), `404`, `405`, `410` (the path), `408`, `500`, `502`, `503`,
-/// `504` (health) and `3xx` (reachability); the rest of each class follows
-/// its class: a `4xx` is the request's, a `5xx` the engine's health, except
-/// `501` (the method is not served at that path) and `421` (the request
-/// reached a server that is not the engine).
-pub(crate) fn fix_for_status(status: u16) -> Fix {
-    match status {
-        404 | 405 | 410 | 501 => Fix::Path,
-        408 | 425 | 500..=599 => Fix::Health,
-        421 => Fix::Reach,
-        400..=499 => Fix::Request,
-        _ => Fix::Reach,
-    }
-}
-
-/// The remedy of an `engine-unreachable` refusal. `what` says what the
-/// engine did (`answered HTTP 503`, `did not answer within 250 ms`).
-pub(crate) fn unreachable_remedy(
-    site: &Site,
-    fix: Fix,
-    what: &str,
-    delay: Option<Duration>,
-) -> String {
-    let host = site.host();
-    let address = site.address().origin();
-    match fix {
-        Fix::Request => format!(
-            "fix the request the predictor sends so that it matches the API of the engine at {host}: the engine {what}, so the address ({}) reaches it and it is the request that was refused",
-            address.named()
-        ),
-        Fix::Path => {
-            let path = engine_value(
-                site.address().path().as_bytes(),
-                site.concealer(),
-                PATH_LIMIT,
-            );
-            format!(
-                "{}: the engine at {host} {what} for the path {path}",
-                address.set_phrase("the address of an endpoint the engine serves")
-            )
-        }
-        Fix::Health => {
-            let wait = match delay {
-                Some(delay) => format!(" (the engine asks to wait {})", seconds_phrase(delay)),
-                None => String::new(),
-            };
-            format!(
-                "try again later{wait}: the engine at {host} {what}; if it keeps failing, check the engine's health with whoever runs it, or {}",
-                address.set_phrase("another engine's address")
-            )
-        }
-        Fix::Reach => format!(
-            "check that the engine at {} is up and reachable from here, or {}",
-            site.shown_address(),
-            address.set_phrase("the engine's address")
-        ),
-    }
-}
-
-/// The remedy of an empty account: fund it, or use a token whose account
-/// has credit.
-pub(crate) fn out_of_credit_remedy(site: &Site) -> String {
-    let token = site.token();
-    format!(
-        "fund the account billed through {} (add credit to it), or {}",
-        token.holding("the token"),
-        token.set_phrase("a token whose account has credit")
-    )
-}
-
-/// The remedy of a rejected token: one the engine accepts (`with_scope`
-/// says which scope it needs, when the engine said).
-pub(crate) fn rejected_token_remedy(site: &Site, with_scope: &str) -> String {
-    site.token().set_phrase(&format!(
-        "a token the engine at {} accepts{with_scope}",
-        site.host()
-    ))
-}
-
-/// How long a spent window asks to be waited out, as its remedy says it.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) enum Window {
-    /// The engine gave no hint.
-    #[default]
-    Unsaid,
-    /// The engine asked for this long.
-    Asked(Duration),
-    /// A hold has this long left, which a retry policy could wait out.
-    Left(Duration),
-}
-
-/// The remedy of a spent limit: wait for the window (as long as the
-/// engine asked, or as is left of it), or use a token with a limit of its
-/// own.
-pub(crate) fn over_quota_remedy(site: &Site, window: Window) -> String {
-    let (how_long, or_wait) = match window {
-        Window::Unsaid => (String::new(), ""),
-        Window::Asked(delay) => (format!(" (it asks for {})", seconds_phrase(delay)), ""),
-        Window::Left(left) => (
-            format!(" ({} left)", seconds_phrase(left)),
-            "or give the transport a retry policy whose max_wait covers it; ",
-        ),
-    };
-    format!(
-        "wait for the engine's limit window to pass{how_long} before sending again, {or_wait}or {}",
-        site.token().set_phrase("a token with a limit of its own")
-    )
-}
-
-/// What the engine said beyond its refusal's cause, for the remedy: each
-/// cause reads the part that is its own.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Particulars<'a> {
-    /// A rejected token: the scope a token needs, when the engine said
-    /// (` (one with the scope "…")`), else empty.
-    pub(crate) with_scope: &'a str,
-    /// A spent limit: how long its window asks to be waited out.
-    pub(crate) window: Window,
-    /// The engine unreachable: where the remedy points, what the engine
-    /// did, and how long it asked to wait.
-    pub(crate) fix: Fix,
-    pub(crate) what: &'a str,
-    pub(crate) delay: Option<Duration>,
-}
-
-impl Default for Particulars<'_> {
-    fn default() -> Self {
-        Particulars {
-            with_scope: "",
-            window: Window::Unsaid,
-            fix: Fix::Health,
-            what: "",
-            delay: None,
-        }
-    }
-}
-
-/// The remedy of a refusal the engine's answer caused, and the variable it
-/// names: the one place a cause becomes what to do. A rejected token names
-/// the token's variable; every other cause the address's, where the engine
-/// that answered was found.
-pub(crate) fn remedy_for(
-    site: &Site,
-    cause: Cause,
-    particulars: Particulars<'_>,
-) -> (String, Option<String>) {
-    match cause {
-        Cause::EngineOutOfCredit => (out_of_credit_remedy(site), site.address_variable()),
-        Cause::NoEngine => (
-            rejected_token_remedy(site, particulars.with_scope),
-            site.token_variable(),
-        ),
-        Cause::EngineOverQuota => (
-            over_quota_remedy(site, particulars.window),
-            site.address_variable(),
-        ),
-        Cause::EngineUnreachable => (
-            unreachable_remedy(site, particulars.fix, particulars.what, particulars.delay),
-            site.address_variable(),
-        ),
-    }
-}
-
-/// The remedy of a refusal the configured proxy caused: check the proxy
-/// (or, when it asked for credentials, give it some), named as the caller
-/// gave it, redacted.
-pub(crate) fn proxy_remedy(site: &Site, credentials: bool) -> String {
-    let proxy = site.proxy().unwrap_or("the transport was given");
-    let host = site.host();
-    let address = site.address().origin().named();
-    if credentials {
-        format!(
-            "give the proxy {proxy} the credentials it asks for, in the URL given to HttpTransportBuilder::proxy (http://user:password@host:port), or use a proxy that lets this host through to the engine at {host} (the engine's address: {address})"
-        )
-    } else {
-        format!(
-            "check that the proxy {proxy} (given to HttpTransportBuilder::proxy) is up, reachable from here and lets this host through to the engine at {host}, or drop the proxy if the engine is reachable without it (the engine's address: {address})"
-        )
-    }
-}
 
 /// What the engine's answer becomes: `None` for a `2xx` (the body is the
 /// answer), otherwise the refusal of the wire table.
 ///
 /// `body` is the head of the body as read (the transport reads at most
-/// 64 KiB of an error body); it is concealed before anything reads it, and
-/// the engine's words are taken from what is left. `now` is what an
-/// HTTP-date in `retry-after` is measured from when the response has no
-/// `date` header. The transport conceals the head as it reads it and calls
+/// 64 KiB of an error body); it is concealed before anything reads it.
+/// The transport conceals the head as it reads it and calls
 /// [`refusal_for_concealed_status`]; this is the same from raw bytes.
 #[cfg(test)]
 pub(crate) fn refusal_for_status(
@@ -251,11 +58,6 @@ pub(crate) fn refusal_for_status(
     body: &[u8],
     now: SystemTime,
 ) -> Option<Refusal> {
-    if (200..300).contains(&status) {
-        return None;
-    }
-    // Concealed as it enters, and kept borrowed when nothing was found: a
-    // 64 KiB head is not copied for every refusal.
     let lossy = String::from_utf8_lossy(body);
     let head = site.concealer().conceal(&lossy);
     refusal_for_concealed_status(site, status, headers, &head, now)
@@ -263,9 +65,8 @@ pub(crate) fn refusal_for_status(
 
 /// What the engine's answer becomes, from the head of its body already
 /// concealed (as the transport reads it, once): `None` for a `2xx`,
-/// otherwise the refusal of the wire table, with the engine's words taken
-/// from the head. `now` is what an HTTP-date in `retry-after` is measured
-/// from when the response has no `date` header.
+/// otherwise the refusal its evidence names. `now` is what an HTTP-date in
+/// `retry-after` is measured from when the response has no `date` header.
 pub(crate) fn refusal_for_concealed_status(
     site: &Site,
     status: u16,
@@ -273,216 +74,182 @@ pub(crate) fn refusal_for_concealed_status(
     head: &str,
     now: SystemTime,
 ) -> Option<Refusal> {
+    let said = said(site.concealer(), status, headers, head, now)?;
+    Some(super::render::sent(site, Kind::Status(Box::new(said))))
+}
+
+/// What the engine's answer said, read: `None` for a `2xx`.
+fn said(
+    concealer: &Concealer,
+    status: u16,
+    headers: &HeaderMap,
+    head: &str,
+    now: SystemTime,
+) -> Option<Said> {
     if (200..300).contains(&status) {
         return None;
     }
-    let concealer = site.concealer();
-    let said = match engine_words(head, concealer) {
-        Some(words) => format!("; the engine said: \"{words}\""),
-        None => String::new(),
+    let words = engine_words(head, concealer);
+    let shown = |value: &str, limit| engine_value(value.as_bytes(), concealer, limit);
+    let wait = match (retry::retry_hint(headers, now), headers.get(RETRY_AFTER)) {
+        (Some(hint), _) => Some(Wait {
+            delay: Some(hint.delay),
+            header: hint.header,
+            value: shown(hint.value, HEADER_LIMIT),
+        }),
+        // A `retry-after` that gave no delay is still quoted, as the
+        // engine's words.
+        (None, Some(value)) => Some(Wait {
+            delay: None,
+            header: "retry-after",
+            value: engine_value(value.as_bytes(), concealer, HEADER_LIMIT),
+        }),
+        (None, None) => None,
     };
-    let request_id = request_id::shown_request_id(headers, concealer);
-    let request = match &request_id {
-        Some(id) => format!("; request id {id}"),
-        None => String::new(),
+    let evidence = Evidence {
+        codes: amzn_error_type(headers)
+            .into_iter()
+            .chain(codes(head))
+            .collect(),
+        words: words.as_deref(),
+        x402: protocol::x402(headers, speaks_x402(head)),
+        // A ban names its end in `Retry-After` (or its milliseconds), not
+        // in rate-limit fields an engine may send on every answer.
+        banned: wait.as_ref().is_some_and(|wait| {
+            wait.delay.is_some() && matches!(wait.header, "retry-after" | "retry-after-ms")
+        }),
+        relay: protocol::relayed(headers, words.as_deref()),
     };
-    let hint = retry::retry_hint(headers, now);
-    let delay = hint.as_ref().map(|hint| hint.delay);
-    // The header whose value was used, quoted as sent; a `retry-after` that
-    // gave no delay is still quoted, as the engine's words.
-    let shown = |value: &str| engine_value(value.as_bytes(), concealer, HEADER_LIMIT);
-    let retry = match (&hint, headers.get(RETRY_AFTER)) {
-        (Some(hint), _) if hint.header == "retry-after" => {
-            format!("; retry after {}", shown(hint.value))
-        }
-        (Some(hint), _) => format!(
-            "; retry after {} ({}: {})",
-            seconds_phrase(hint.delay),
-            hint.header,
-            shown(hint.value)
-        ),
-        (None, Some(value)) => format!(
-            "; retry after {}",
-            engine_value(value.as_bytes(), concealer, HEADER_LIMIT)
-        ),
-        (None, None) => String::new(),
+    let (cause, by) = decide(status, evidence);
+    let by = match by {
+        By::Code { code, names } => By::Code {
+            code: engine_code(&code, concealer),
+            names,
+        },
+        by => by,
     };
-    let subject = site.subject();
-    let token = site.token();
-    let holder = token.holding("the token");
-    let credit = match status {
-        402 => Some(None),
-        429 => credit_code(head, concealer).map(Some),
-        _ => None,
-    };
-    let mut delay = delay;
-    let refusal = match (status, credit) {
-        (_, Some(code)) => {
-            // Waiting would not help an empty account.
-            delay = None;
-            let answered = match code {
-                Some(code) => format!(
-                    "answered HTTP {status} with the code \"{code}\", which names the account's credit rather than a limit window"
-                ),
-                None => format!("answered HTTP {status}"),
-            };
-            let (remedy, source) =
-                remedy_for(site, Cause::EngineOutOfCredit, Particulars::default());
-            Refusal::new(
-                Cause::EngineOutOfCredit,
-                format!(
-                    "{subject} {answered}: the account billed through {holder} is out of credit{request}{said}"
-                ),
-                remedy,
-                source,
-            )
-        }
-        (401 | 403, None) => {
-            let challenge = challenge::bearer_challenge(headers);
-            let diagnosis = challenge
-                .as_ref()
-                .map(|challenge| diagnose(challenge, concealer))
-                .unwrap_or_default();
-            let with_scope = match challenge.as_ref().and_then(|c| c.scope.as_deref()) {
-                Some(scope) => format!(
-                    " (one with the scope \"{}\")",
-                    engine_value(scope.as_bytes(), concealer, HEADER_LIMIT)
-                ),
-                None => String::new(),
-            };
-            let particulars = Particulars {
-                with_scope: &with_scope,
-                ..Particulars::default()
-            };
-            let (remedy, source) = remedy_for(site, Cause::NoEngine, particulars);
-            Refusal::new(
-                Cause::NoEngine,
-                format!(
-                    "{subject} answered HTTP {status}: the engine rejected {holder}{diagnosis}{request}{said}"
-                ),
-                remedy,
-                source,
-            )
-        }
-        (429, None) => {
-            let particulars = Particulars {
-                window: delay.map_or(Window::Unsaid, Window::Asked),
-                ..Particulars::default()
-            };
-            let (remedy, source) = remedy_for(site, Cause::EngineOverQuota, particulars);
-            Refusal::new(
-                Cause::EngineOverQuota,
-                format!(
-                    "{subject} answered HTTP 429: the account billed through {holder} is over a quota or rate limit{retry}{request}{said}"
-                ),
-                remedy,
-                source,
-            )
-        }
-        (407, None) => {
-            let who = match site.proxy() {
-                Some(proxy) => format!("the proxy at {proxy}"),
-                None => "a proxy between here and the engine".to_owned(),
-            };
-            Refusal::new(
-                Cause::EngineUnreachable,
-                format!(
-                    "{subject} answered HTTP 407 instead of an answer: {who} asks for credentials before it passes the request on{request}{said}"
-                ),
-                proxy_remedy(site, true),
-                site.address_variable(),
-            )
-        }
-        (300..=399, None) => {
-            let to = match headers.get(LOCATION) {
-                Some(location) => {
-                    format!(" to {}", redirect_target(location.as_bytes(), concealer))
-                }
-                None => String::new(),
-            };
-            Refusal::new(
-                Cause::EngineUnreachable,
-                format!(
-                    "{subject} answered HTTP {status}, a redirect{to}, instead of an answer; redirects are not followed, so the token never reaches a host the engine names{request}{said}"
-                ),
-                site.address()
-                    .origin()
-                    .set_phrase("the address the engine answers at itself, without a redirect"),
-                site.address_variable(),
-            )
-        }
-        (_, None) => {
-            let kind = match status {
-                // Both ask to try again, and the remedy says so: neither is
-                // a request the engine refused for what it holds.
-                408 => "the engine timed out waiting for the request to arrive",
-                425 => "the engine would not risk processing a request sent this early (too early)",
-                404 | 405 | 410 => "the engine does not serve that path (or that method at it)",
-                400..=499 => "the engine refused the request itself",
-                500..=599 => "the engine failed while answering",
-                _ => "that is not an answer",
-            };
-            let what = format!("answered HTTP {status}");
-            let particulars = Particulars {
-                fix: fix_for_status(status),
-                what: &what,
-                delay,
-                ..Particulars::default()
-            };
-            let (remedy, source) = remedy_for(site, Cause::EngineUnreachable, particulars);
-            Refusal::new(
-                Cause::EngineUnreachable,
-                format!(
-                    "{subject} answered HTTP {status} instead of an answer: {kind}, so it did not answer the question{retry}{request}{said}"
-                ),
-                remedy,
-                source,
-            )
-        }
-    };
-    let mut refusal = refusal.with_status(status);
-    if let Some(delay) = delay {
-        refusal = refusal.with_retry_after(delay);
-    }
-    if let Some(id) = request_id {
-        refusal = refusal.with_request_id(id);
-    }
-    Some(site.seal(refusal))
+    let challenge = matches!(status, 401 | 403)
+        .then(|| challenge::bearer_challenge(headers))
+        .flatten()
+        .map(|found| Challenge {
+            error: found.error.map(|error| shown(&error, HEADER_LIMIT)),
+            description: found
+                .description
+                .map(|description| shown(&description, DESCRIPTION_LIMIT))
+                .filter(|description| !description.is_empty()),
+            scope: found.scope.map(|scope| shown(&scope, HEADER_LIMIT)),
+        });
+    let location = (300..400).contains(&status).then(|| {
+        headers
+            .get(LOCATION)
+            .map(|location| redirect_target(location.as_bytes(), concealer))
+    });
+    Some(Said {
+        status,
+        cause,
+        by,
+        words,
+        wait,
+        request_id: request_id::shown_request_id(headers, concealer),
+        challenge,
+        location: location.flatten(),
+    })
 }
 
-/// What a `Bearer` challenge says about the rejected token, in words an
-/// operator can tell apart: expired or revoked, missing a scope, malformed.
-fn diagnose(challenge: &BearerChallenge, concealer: &Concealer) -> String {
-    let value = |text: &str, limit| engine_value(text.as_bytes(), concealer, limit);
-    let mut said = match challenge.error.as_deref() {
-        Some("invalid_token") => {
-            "; the engine says the token is invalid, expired or revoked (invalid_token)".to_owned()
-        }
-        Some("insufficient_scope") => match challenge.scope.as_deref() {
-            Some(scope) => format!(
-                "; the engine says the token lacks the scope \"{}\" (insufficient_scope)",
-                value(scope, HEADER_LIMIT)
-            ),
-            None => {
-                "; the engine says the token lacks a scope it needs (insufficient_scope)".to_owned()
-            }
-        },
-        Some("invalid_request") => {
-            "; the engine says the request's credentials are malformed (invalid_request)".to_owned()
-        }
-        Some(other) => format!(
-            "; the engine's challenge says error \"{}\"",
-            value(other, HEADER_LIMIT)
-        ),
-        None => String::new(),
+/// What an answer holds that can decide its cause, read.
+struct Evidence<'a> {
+    /// The engine's codes, most specific first, as sent.
+    codes: Vec<String>,
+    /// The engine's words, concealed.
+    words: Option<&'a str>,
+    /// x402: a `PAYMENT-REQUIRED` header (`true`) or an x402 body.
+    x402: Option<bool>,
+    /// A retry hint that gives a delay.
+    banned: bool,
+    /// A gateway's relay of its upstream's answer.
+    relay: Option<Relay>,
+}
+
+/// The cause of an answer, and the evidence that decided it: the engine's
+/// code, then its words, then the protocol on the wire, then the status.
+fn decide(status: u16, evidence: Evidence<'_>) -> (Cause, By) {
+    let by_status = status_cause(status);
+    // A proxy's 407 is not the engine's answer, and below 400 nothing the
+    // body says is a refusal's cause.
+    let said = (status >= 400 && status != 407)
+        .then(|| code_or_words(&evidence.codes, evidence.words))
+        .flatten();
+    let named = match &said {
+        Some(By::Code { names, .. } | By::Words { names, .. }) => Some(*names),
+        _ => None,
     };
-    if let Some(description) = challenge.description.as_deref() {
-        let description = value(description, DESCRIPTION_LIMIT);
-        if !description.is_empty() {
-            said.push_str(&format!(": \"{description}\""));
+    let (mut cause, mut by) = match (said, named) {
+        (Some(by), Some(names)) => {
+            let agrees = names.cause() == by_status
+                && (by_status != Cause::EngineUnreachable
+                    || (names == Names::Trouble) == (fix_for_status(status) == Fix::Health));
+            if agrees {
+                (by_status, By::Status)
+            } else {
+                (names.cause(), by)
+            }
         }
+        _ => (by_status, By::Status),
+    };
+    // The protocol speaks where the engine's code and words did not name
+    // another cause: x402 where they name none or the credit, a ban where
+    // they name none.
+    if status == 402
+        && cause == Cause::EngineOutOfCredit
+        && let Some(header) = evidence.x402
+    {
+        by = By::X402 { header };
+    } else if matches!(status, 401 | 403) && named.is_none() && evidence.banned {
+        (cause, by) = (Cause::EngineOverQuota, By::Ban);
     }
-    said
+    if cause == Cause::NoEngine
+        && let Some(relay) = evidence.relay
+    {
+        (cause, by) = (Cause::EngineUnreachable, By::Relayed(relay));
+    }
+    (cause, by)
+}
+
+/// The first of the engine's codes (most specific first) that names a
+/// cause, else the first phrase of its words that does.
+pub(crate) fn code_or_words(codes: &[String], words: Option<&str>) -> Option<By> {
+    codes
+        .iter()
+        .find_map(|code| {
+            code_names(last_segment(code)).map(|names| By::Code {
+                code: code.clone(),
+                names,
+            })
+        })
+        .or_else(|| {
+            words.and_then(phrase_in).map(|found| By::Words {
+                phrase: found.phrase,
+                names: found.names,
+            })
+        })
+}
+
+/// The cause the status alone names.
+fn status_cause(status: u16) -> Cause {
+    match status {
+        401 | 403 => Cause::NoEngine,
+        402 => Cause::EngineOutOfCredit,
+        429 => Cause::EngineOverQuota,
+        _ => Cause::EngineUnreachable,
+    }
+}
+
+/// Bedrock's `x-amzn-ErrorType` (`ThrottlingException:http://…`): the
+/// exception's name, before its namespace.
+fn amzn_error_type(headers: &HeaderMap) -> Option<String> {
+    let value = std::str::from_utf8(headers.get("x-amzn-errortype")?.as_bytes()).ok()?;
+    let name = value.split(':').next()?.trim();
+    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// A `location` as a reason shows it: the host (and port) of an absolute
@@ -588,7 +355,11 @@ mod tests {
                 Fix::Health,
                 "try again later",
             ),
-            (&[301, 302, 307, 308][..], Fix::Reach, "without a redirect"),
+            (
+                &[301, 302, 307, 308][..],
+                Fix::Redirect,
+                "without a redirect",
+            ),
         ] {
             for &status in statuses {
                 assert_eq!(fix_for_status(status), fix, "{status}");
@@ -619,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn credit_codes_turn_a_429_into_out_of_credit_and_nothing_else() {
+    fn a_credit_code_names_the_cause_on_any_status_from_400_and_not_below() {
         let body = r#"{"error": {"type": "insufficient_quota"}}"#;
         let found = refusal(429, body).expect("a refusal");
         assert_eq!(found.cause(), Cause::EngineOutOfCredit);
@@ -628,10 +399,136 @@ mod tests {
                 .reason()
                 .contains("HTTP 429 with the code \"insufficient_quota\"")
         );
+        assert_eq!(found.retry_after(), None, "no wait refills an account");
         for status in [400, 403, 503] {
             let found = refusal(status, body).expect("a refusal");
-            assert_ne!(found.cause(), Cause::EngineOutOfCredit, "{status}");
+            assert_eq!(found.cause(), Cause::EngineOutOfCredit, "{status}");
+            assert!(
+                found.reason().contains(&format!(
+                    "HTTP {status} with the code \"insufficient_quota\", which names the account's credit"
+                )),
+                "{}",
+                found.reason()
+            );
         }
+        let redirect = refusal(302, body).expect("a refusal");
+        assert_eq!(redirect.cause(), Cause::EngineUnreachable);
+    }
+
+    /// What `decide` makes of `status` with these codes and words, and no
+    /// protocol on the wire.
+    fn decided(status: u16, codes: &[&str], words: Option<&str>) -> (Cause, By) {
+        decide(
+            status,
+            Evidence {
+                codes: codes.iter().map(|code| (*code).to_owned()).collect(),
+                words,
+                x402: None,
+                banned: false,
+                relay: None,
+            },
+        )
+    }
+
+    #[test]
+    fn the_code_comes_before_the_words_and_both_before_the_status() {
+        let (cause, by) = decided(400, &["API_KEY_INVALID", "INVALID_ARGUMENT"], None);
+        assert_eq!(cause, Cause::NoEngine);
+        assert!(
+            matches!(
+                by,
+                By::Code {
+                    names: Names::Token,
+                    ..
+                }
+            ),
+            "{by:?}"
+        );
+        // Google's 429 says "check your plan and billing details" in its
+        // words, but its status code names a window.
+        let (cause, _) = decided(
+            429,
+            &["RESOURCE_EXHAUSTED"],
+            Some("You exceeded your current quota, please check your plan and billing details."),
+        );
+        assert_eq!(cause, Cause::EngineOverQuota);
+        let (cause, by) = decided(
+            400,
+            &["invalid_request_error", "error"],
+            Some("Your credit balance is too low to access the Anthropic API."),
+        );
+        assert_eq!(cause, Cause::EngineOutOfCredit);
+        assert_eq!(
+            by,
+            By::Words {
+                phrase: "credit balance is too low",
+                names: Names::Credit
+            }
+        );
+        let (cause, by) = decided(400, &["invalid_request_error"], Some("'model' is required"));
+        assert_eq!((cause, by), (Cause::EngineUnreachable, By::Status));
+    }
+
+    #[test]
+    fn evidence_that_agrees_with_the_status_is_not_named() {
+        for (status, code) in [
+            (401, "invalid_api_key"),
+            (429, "rate_limit_error"),
+            (402, "insufficient_quota"),
+            (503, "overloaded_error"),
+            (500, "api_error"),
+        ] {
+            assert_eq!(
+                decided(status, &[code], None).1,
+                By::Status,
+                "{status} {code}"
+            );
+        }
+        // The engine's trouble on a 400 moves the remedy from the request
+        // to the engine's health: that is named.
+        assert!(matches!(
+            decided(400, &["server_error"], None).1,
+            By::Code { .. }
+        ));
+    }
+
+    #[test]
+    fn the_protocol_decides_only_where_code_and_words_said_nothing() {
+        let with = |status, codes: &[&str], x402, banned, relay| {
+            decide(
+                status,
+                Evidence {
+                    codes: codes.iter().map(|code| (*code).to_owned()).collect(),
+                    words: None,
+                    x402,
+                    banned,
+                    relay,
+                },
+            )
+        };
+        assert_eq!(
+            with(402, &[], Some(true), false, None),
+            (Cause::EngineOutOfCredit, By::X402 { header: true })
+        );
+        assert_eq!(
+            with(403, &[], None, true, None),
+            (Cause::EngineOverQuota, By::Ban)
+        );
+        assert_eq!(
+            with(403, &["invalid_api_key"], None, true, None).0,
+            Cause::NoEngine,
+            "a code names the token before the ban is read"
+        );
+        let relay = Relay::Headers;
+        assert_eq!(
+            with(401, &["invalid_api_key"], None, false, Some(relay.clone())),
+            (Cause::EngineUnreachable, By::Relayed(relay.clone()))
+        );
+        assert_eq!(
+            with(429, &[], None, false, Some(relay)).0,
+            Cause::EngineOverQuota,
+            "only a rejection is the gateway's own"
+        );
     }
 
     #[test]

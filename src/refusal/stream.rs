@@ -1,68 +1,64 @@
 //! The refusals of a stream the engine had answered `2xx`: an error it
-//! sent inside the stream, and the timers that end one.
+//! sent inside the stream, an end without `[DONE]`, and the timers that
+//! end one.
 //!
 //! An engine that has answered `200` may still fail: Anthropic sends
 //! `event: error` with an `overloaded_error`, OpenAI a `data:` payload with
 //! an `error` member. A client that reads those as a short answer, or as
-//! "status 200", sends an operator the wrong way; so the error's `type` and
-//! `code` name its cause by the same table as an error body's words (a
-//! rate limit, the account's credit, the token, else the engine's health),
-//! and the reason counts what came before it.
+//! "status 200", sends an operator the wrong way; so the error's codes and
+//! words name its cause by the same tables as an error body's (a rate
+//! limit, the account's credit, the token, else the engine's health), and
+//! the reason counts what came before it.
 
+use super::evidence::words::{codes, engine_code, engine_words, stream_error};
 use super::failure::Answered;
-use super::site::Site;
-use super::status::{Fix, Particulars, remedy_for, unreachable_remedy};
-use crate::refusal::evidence::words::names_credit;
-use crate::refusal::{Cause, Refusal};
+use super::kind::{By, Kind, StreamError};
+use super::render;
+use super::status::code_or_words;
+use crate::conceal::Concealer;
+use crate::config::site::Site;
+use crate::refusal::Refusal;
 
-/// Error names that mean a rate or request limit.
-const RATE_LIMITS: [&str; 3] = [
-    "rate_limit_error",
-    "rate_limit_exceeded",
-    "too_many_requests",
-];
+pub(crate) use super::kind::Timer;
 
-/// Error names that mean the token.
-const TOKEN_ERRORS: [&str; 4] = [
-    "authentication_error",
-    "invalid_api_key",
-    "permission_error",
-    "invalid_token",
-];
-
-/// The cause an in-stream error names by its `type` and `code`: the
-/// account's credit, the token, a limit, else the engine's health. Both
-/// are read (OpenAI's `invalid_api_key` arrives with the type
-/// `invalid_request_error`), and the most specific wins.
-pub(crate) fn error_cause(kind: Option<&str>, code: Option<&str>) -> Cause {
-    let names: Vec<String> = [kind, code]
-        .into_iter()
-        .flatten()
-        .map(|name| name.to_ascii_lowercase().replace('-', "_"))
-        .collect();
-    if names.iter().any(|name| names_credit(name)) {
-        Cause::EngineOutOfCredit
-    } else if names
-        .iter()
-        .any(|name| TOKEN_ERRORS.contains(&name.as_str()))
-    {
-        Cause::NoEngine
-    } else if names
-        .iter()
-        .any(|name| RATE_LIMITS.contains(&name.as_str()))
-    {
-        Cause::EngineOverQuota
-    } else {
-        Cause::EngineUnreachable
+impl Timer {
+    /// A few words for the list of attempts in a reason.
+    pub(crate) fn short(self) -> String {
+        render::short(&Kind::Timer {
+            timer: self,
+            answered: Answered::default(),
+        })
     }
 }
 
-/// What an in-stream error said: its `type`, its `code`, and the engine's
-/// words, each concealed and bounded.
-pub(crate) struct StreamError {
-    pub(crate) kind: Option<String>,
-    pub(crate) code: Option<String>,
-    pub(crate) words: Option<String>,
+/// The refusal of an error an engine sent inside a `2xx` answer (an event
+/// named `error`, or a payload with a top-level `error` member), if
+/// `payload` (concealed) is one; `site` is `None` for a fake's stream.
+pub(crate) fn error_in(
+    site: Option<&Site>,
+    concealer: &Concealer,
+    answered: Answered,
+    event: Option<&str>,
+    payload: &str,
+) -> Option<Refusal> {
+    let named = stream_error(payload);
+    if event != Some("error") && named.is_none() {
+        return None;
+    }
+    let shown = |value: Option<String>| {
+        value
+            .map(|value| engine_code(&value, concealer))
+            .filter(|value| !value.is_empty())
+    };
+    let (kind, code) = named.unwrap_or_default();
+    let words = engine_words(payload, concealer);
+    let error = StreamError {
+        kind: shown(kind),
+        code: shown(code),
+        by: code_or_words(&codes(payload), words.as_deref()).unwrap_or(By::Status),
+        words,
+    };
+    Some(in_stream_error(site, answered, error))
 }
 
 /// The refusal of an error the engine sent inside a stream it had
@@ -70,63 +66,15 @@ pub(crate) struct StreamError {
 pub(crate) fn in_stream_error(
     site: Option<&Site>,
     answered: Answered,
-    error: &StreamError,
+    error: StreamError,
 ) -> Refusal {
-    let cause = error_cause(error.kind.as_deref(), error.code.as_deref());
-    let named = match (&error.kind, &error.code) {
-        (Some(kind), Some(code)) if kind != code => {
-            format!(" of type \"{kind}\" (code \"{code}\")")
-        }
-        (Some(kind), _) => format!(" of type \"{kind}\""),
-        (None, Some(code)) => format!(" with the code \"{code}\""),
-        (None, None) => String::new(),
-    };
-    let said = match &error.words {
-        Some(words) => format!("; the engine said: \"{words}\""),
-        None => String::new(),
-    };
-    let what = format!(
-        "answered HTTP {}, streamed {}, then sent an error{named}{said}",
-        answered.status,
-        answered.so_far()
-    );
-    let Some(site) = site else {
-        return Refusal::new(cause, format!("the stream {what}"), FAKE_REMEDY, None)
-            .with_status(answered.status);
-    };
-    let particulars = Particulars {
-        fix: Fix::Health,
-        what: "sent an error in the middle of a stream",
-        ..Particulars::default()
-    };
-    let (remedy, source) = remedy_for(site, cause, particulars);
-    site.seal(
-        Refusal::new(cause, format!("{} {what}", site.subject()), remedy, source)
-            .with_status(answered.status),
+    written(
+        site,
+        Kind::InStream {
+            answered,
+            error: Box::new(error),
+        },
     )
-}
-
-/// Which of a stream's timers ended it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Timer {
-    /// No first byte of the body by the send's deadline, which covers
-    /// connect, the head and the first byte.
-    FirstByte { ms: u64 },
-    /// A gap between bytes longer than the idle timer.
-    Idle { ms: u64 },
-    /// The stream ran past its own deadline.
-    Whole { ms: u64 },
-}
-
-impl Timer {
-    /// A few words for the list of attempts in a reason.
-    pub(crate) fn short(self) -> String {
-        match self {
-            Timer::FirstByte { ms } => format!("no body within {ms} ms"),
-            Timer::Idle { ms } => format!("silent for {ms} ms"),
-            Timer::Whole { ms } => format!("a stream past {ms} ms"),
-        }
-    }
 }
 
 /// The refusal of a stream whose body ended cleanly but without `[DONE]`,
@@ -138,87 +86,33 @@ pub(crate) fn without_done(
     answered: Answered,
     unfinished: Option<u64>,
 ) -> Refusal {
-    let events = match answered.events {
-        Some(1) => "1 event".to_owned(),
-        Some(n) => format!("{n} events"),
-        None => answered.so_far(),
-    };
-    let inside = match unfinished {
-        Some(1) => ", inside an event (1 byte of it not read)".to_owned(),
-        Some(bytes) => format!(", inside an event ({bytes} bytes of it not read)"),
-        None => String::new(),
-    };
-    let what = format!(
-        "answered HTTP {}, then its stream ended without [DONE] after {events}{inside}, so the answer may be cut short",
-        answered.status
-    );
-    health_refusal(
+    written(
         site,
-        &what,
-        "ended a stream before its [DONE]",
-        answered.status,
+        Kind::Undone {
+            answered,
+            unfinished,
+        },
     )
 }
 
 /// The refusal of a stream a timer ended: the engine's health, each timer
-/// named.
+/// named, with how to raise it.
 pub(crate) fn timed_out(site: Option<&Site>, timer: Timer, answered: Answered) -> Refusal {
-    let so_far = answered.so_far();
-    let what = match timer {
-        Timer::FirstByte { ms } => format!(
-            "answered HTTP {}, but no byte of its body arrived within the deadline of {ms} ms (no answer within {ms} ms)",
-            answered.status
-        ),
-        Timer::Idle { ms } => format!(
-            "answered HTTP {}, then went silent: no byte for the idle timer of {ms} ms, after {so_far}",
-            answered.status
-        ),
-        Timer::Whole { ms } => format!(
-            "answered HTTP {}, and the stream ran past its deadline of {ms} ms, after {so_far}",
-            answered.status
-        ),
-    };
-    health_refusal(
-        site,
-        &what,
-        "stopped in the middle of a stream",
-        answered.status,
-    )
+    written(site, Kind::Timer { timer, answered })
 }
 
-/// A stream's refusal for the engine's health: `what` the engine (or a
-/// fake's stream, `site` none) did after its `status`, with the remedy for
-/// what it was `doing`.
-fn health_refusal(site: Option<&Site>, what: &str, doing: &str, status: u16) -> Refusal {
-    let Some(site) = site else {
-        return Refusal::new(
-            Cause::EngineUnreachable,
-            format!("the stream {what}"),
-            FAKE_REMEDY,
-            None,
-        )
-        .with_status(status);
-    };
-    let remedy = unreachable_remedy(site, Fix::Health, doing, None);
-    site.seal(
-        Refusal::new(
-            Cause::EngineUnreachable,
-            format!("{} {what}", site.subject()),
-            remedy,
-            site.address_variable(),
-        )
-        .with_status(status),
-    )
+/// A stream's refusal, written for its site, or for a fake's stream.
+pub(crate) fn written(site: Option<&Site>, kind: Kind) -> Refusal {
+    match site {
+        Some(site) => render::sent(site, kind),
+        None => render::scripted(kind),
+    }
 }
-
-/// The remedy of a refusal in a stream a fake scripted, which has no
-/// address of its own to point at.
-const FAKE_REMEDY: &str = "a scripted stream refused; the engine's address is read from CHANT_BEHAVIOUR_ENGINE by default";
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conceal::Concealer;
+    use crate::refusal::Cause;
     use crate::refusal::site::test_site;
 
     /// What a `429` with `body` becomes, by the status table.
@@ -231,6 +125,26 @@ mod tests {
             std::time::SystemTime::now(),
         )
         .expect("a refusal")
+    }
+
+    /// The cause of an in-stream error with this `type` and `code`.
+    fn error_cause(kind: Option<&str>, code: Option<&str>) -> Cause {
+        let mut error = serde_json::Map::new();
+        if let Some(kind) = kind {
+            error.insert("type".into(), kind.into());
+        }
+        if let Some(code) = code {
+            error.insert("code".into(), code.into());
+        }
+        let payload = serde_json::json!({ "error": error }).to_string();
+        let answered = Answered {
+            status: 200,
+            bytes: 10,
+            events: Some(1),
+        };
+        error_in(None, &Concealer::new([]), answered, None, &payload)
+            .expect("an error")
+            .cause()
     }
 
     /// Each name of the account's credit, as an engine may spell it: alone,
@@ -309,5 +223,32 @@ mod tests {
         ] {
             assert_eq!(error_cause(kind, code), cause, "{kind:?} {code:?}");
         }
+    }
+
+    #[test]
+    fn an_in_stream_error_whose_words_name_the_credit_is_out_of_credit() {
+        let payload = r#"{"type": "error", "error": {"type": "invalid_request_error", "message": "Your credit balance is too low to access the Anthropic API."}}"#;
+        let answered = Answered {
+            status: 200,
+            bytes: 40,
+            events: Some(2),
+        };
+        let site = test_site(Concealer::new([]));
+        let refusal = error_in(
+            Some(&site),
+            site.concealer(),
+            answered,
+            Some("error"),
+            payload,
+        )
+        .expect("an error");
+        assert_eq!(refusal.cause(), Cause::EngineOutOfCredit);
+        assert!(
+            refusal
+                .reason()
+                .contains("whose words name the account's credit: \"credit balance is too low\""),
+            "{}",
+            refusal.reason()
+        );
     }
 }

@@ -10,11 +10,10 @@
 use super::AnswerStream;
 use crate::conceal::Concealer;
 use crate::refusal::Refusal;
-use crate::refusal::evidence::words::{engine_code, engine_words, stream_error};
-use crate::refusal::failure::{Answered, Failure, refusal_after_head};
+use crate::refusal::failure::{Answered, Failure};
 use crate::refusal::history;
-use crate::refusal::site::Site;
-use crate::refusal::stream::{StreamError, in_stream_error, without_done};
+use crate::refusal::kind::Kind;
+use crate::refusal::stream::{without_done, written};
 
 /// How a stream ended cleanly, from [`AnswerStream::ending`].
 ///
@@ -115,11 +114,13 @@ impl AnswerStream {
 
     /// The refusal of a failure after the head, not yet finished.
     pub(super) fn refusal_of(&self, failure: Failure) -> Refusal {
-        let refusal = match self.sent.as_ref() {
-            Some(sent) => refusal_after_head(&sent.site, &failure, self.answered()),
-            None => scripted_refusal(),
+        let short = failure.short();
+        let kind = Kind::Failed {
+            failure,
+            answered: Some(self.answered()),
         };
-        self.carried(refusal, &failure.short())
+        let refusal = written(self.sent.as_ref().map(|sent| &sent.site), kind);
+        self.carried(refusal, &short)
     }
 
     /// The refusal of a failure after the head, and the stream finished.
@@ -167,43 +168,9 @@ impl AnswerStream {
     }
 }
 
-/// The refusal of an error an engine sent inside a `2xx` answer (an event
-/// named `error`, or a payload with a top-level `error` member), if
-/// `payload` is one; `site` is `None` for a fake's stream.
-pub(super) fn error_refusal(
-    site: Option<&Site>,
-    concealer: &Concealer,
-    answered: Answered,
-    event: Option<&str>,
-    payload: &str,
-) -> Option<Refusal> {
-    let codes = stream_error(payload);
-    if event != Some("error") && codes.is_none() {
-        return None;
-    }
-    let bounded = |value: Option<String>| {
-        value
-            .map(|value| engine_code(&value, concealer))
-            .filter(|value| !value.is_empty())
-    };
-    let (kind, code) = codes.unwrap_or_default();
-    let error = StreamError {
-        kind: bounded(kind),
-        code: bounded(code),
-        words: engine_words(payload, concealer),
-    };
-    Some(in_stream_error(site, answered, &error))
-}
-
-/// A failure in a fake's stream, which names no engine.
-pub(super) fn scripted_refusal() -> Refusal {
-    Refusal::new(
-        crate::refusal::Cause::EngineUnreachable,
-        "the scripted stream holds a piece, event or line over the cap",
-        "a scripted stream refused; the engine's address is read from CHANT_BEHAVIOUR_ENGINE by default",
-        None,
-    )
-}
+/// The refusal of an error an engine sent inside a `2xx` answer, if the
+/// payload is one.
+pub(super) use crate::refusal::stream::error_in as error_refusal;
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,7 @@ use crate::config::naming::{Naming, NamingError};
 use crate::config::{self, InCode, InCodeToken};
 use crate::limits::{DEFAULT_MAX_HOLD, Limits};
 use crate::meter::Meter;
+use crate::refusal::render;
 use crate::retry::RetryPolicy;
 
 /// A transport that cannot be built: the configuration itself is wrong, as
@@ -262,11 +263,13 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// Retries: none when not set. A retry is made only
-    /// where it cannot double a bill: the request never reached the engine,
-    /// the engine asked for it with a hint, or an idempotency key makes it
-    /// safe. Every attempt sends the same bytes and the same key, and one
-    /// deadline covers every attempt and every wait.
+    /// Retries: none when not set. Without an idempotency key a retry is
+    /// made only where it cannot double a bill: the request never reached
+    /// the engine, or the engine asked for it with a hint. With a key (see
+    /// [`RetryPolicy::idempotency_keys`]), a request that was sent and
+    /// failed is retried too, which is safe only against an engine that
+    /// honours the header. Every attempt sends the same bytes and the same
+    /// key, and one deadline covers every attempt and every wait.
     pub fn retries(mut self, policy: RetryPolicy) -> Self {
         self.retries = policy;
         self
@@ -561,7 +564,9 @@ impl HttpTransportBuilder {
         Ok(HttpTransport {
             inner: Arc::new(Inner {
                 client,
-                target: settled.target,
+                target: settled.target.map_err(|unsent| {
+                    render::unsent(unsent, &self.naming, &self.scope, &settled.concealer)
+                }),
                 concealer: settled.concealer,
                 headers,
                 retries: self.retries,

@@ -161,7 +161,11 @@ impl Call {
     /// an engine that honours it can tell a repeat of this request from a
     /// new one. The key is not a secret: it must be visible ASCII without
     /// quotes or backslashes, and a key in which the concealer finds a
-    /// secret is refused like a bad header.
+    /// secret is refused like a bad header. With a retry policy, a send
+    /// that carries a key is tried again after it was sent and failed (a
+    /// `408`, a `5xx` without a hint, a reset): give one only to an engine
+    /// that honours `Idempotency-Key`, since one that ignores it may bill
+    /// each attempt.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.request = self.request.idempotency_key(key);
         self

@@ -37,12 +37,10 @@ pub(crate) struct Received {
     pub(crate) fields: Fields,
 }
 
-/// One attempt that did not end in an answer: its refusal, what it means
-/// for a retry, and a few words for the list of attempts.
+/// One attempt that did not end in an answer: its refusal, whose value
+/// says what it means for a retry and how the list of attempts names it.
 pub(crate) struct Missed {
     pub(crate) refusal: Refusal,
-    pub(crate) outcome: Outcome,
-    pub(crate) short: String,
 }
 
 impl Missed {
@@ -50,9 +48,21 @@ impl Missed {
     pub(crate) fn failed(site: &Site, failure: Failure) -> Missed {
         Missed {
             refusal: refusal_for_failure(site, &failure),
-            outcome: failure.outcome(),
-            short: failure.short(),
         }
+    }
+
+    /// What the attempt came to, for the retry table.
+    pub(crate) fn outcome(&self) -> Outcome {
+        self.refusal
+            .kind()
+            .map_or(Outcome::Final, crate::refusal::kind::Kind::outcome)
+    }
+
+    /// A few words for the list of attempts in a reason.
+    pub(crate) fn short(&self) -> String {
+        self.refusal
+            .kind()
+            .map_or_else(|| "refused".to_owned(), crate::refusal::render::short)
     }
 }
 
@@ -92,12 +102,7 @@ impl Reading<'_> {
         self.meter.received(arrived);
         let refusal = refusal_for_concealed_status(site, status, headers, &head, SystemTime::now())
             .unwrap_or_else(|| Missed::failed(site, Failure::Other).refusal);
-        let outcome = Outcome::Status(status, refusal.retry_after());
-        Missed {
-            refusal,
-            outcome,
-            short: format!("HTTP {status}"),
-        }
+        Missed { refusal }
     }
 
     /// The head of a stream's reply: a refusal for a status that is not
@@ -149,8 +154,6 @@ impl Reading<'_> {
             };
             Missed {
                 refusal: refusal_after_head(site, &failure, answered),
-                outcome: failure.outcome(),
-                short: failure.short(),
             }
         };
         let cap = self.cap;

@@ -21,10 +21,10 @@ use crate::clock::{later, millis};
 use crate::config::Target;
 use crate::config::token::file::TokenFile;
 use crate::limits::{Gate, Seen};
-use crate::refusal::Refusal;
 use crate::refusal::failure::{Failure, refusal_for_failure};
+use crate::refusal::kind::Kind;
 use crate::refusal::site::Site;
-use crate::refusal::{before_send, held, history};
+use crate::refusal::{Refusal, held, history, render};
 use crate::retry::{self, Retry};
 use crate::stream::{AnswerStream, Sent, Timers, error_in_answer};
 
@@ -335,7 +335,7 @@ impl HttpTransport {
             Ok(token) => token,
             Err(problem) => {
                 let path = target.token.file().map(TokenFile::path).unwrap_or_default();
-                let refusal = before_send::unreadable_token_file(site, &path, &problem);
+                let refusal = render::sent(site, Kind::TokenFile { path, problem });
                 return (Err(refusal), Reach::Unsent);
             }
         };
@@ -428,11 +428,9 @@ impl HttpTransport {
                     return (Ok(got), Reach::Wire);
                 }
                 Err(missed) => {
-                    let Missed {
-                        refusal,
-                        outcome,
-                        short,
-                    } = missed;
+                    let outcome = missed.outcome();
+                    let short = missed.short();
+                    let refusal = missed.refusal;
                     tracing::debug!(attempt, status = refusal.status(), what = %short, "refused");
                     history.push(short);
                     let seen = Seen::Refused(&refusal, token.generation);

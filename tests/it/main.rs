@@ -24,6 +24,7 @@ mod hostile_engines;
 mod limits;
 mod no_redirect_is_followed;
 mod reads_are_bounded;
+mod real_answers;
 mod refusals_carry_evidence;
 mod refused_before_anything_is_sent;
 mod remedies_point_where_the_wire_does;

@@ -169,3 +169,109 @@ async fn a_429_naming_a_window_stays_over_quota() {
     assert_eq!(refusal.retry_after(), Some(Duration::from_secs(20)));
     assert!(!refusal.remedy().contains("fund"));
 }
+
+/// A timer that ran out after the engine began to answer: a slow engine is
+/// not a dead one, so the remedy says how to raise that timer, by the
+/// builder method (and the call's) that sets it.
+#[tokio::test]
+async fn a_timer_that_ran_out_after_the_engine_began_answering_says_how_to_raise_it() {
+    use crate::streams::{Step, chunk, engine};
+    let guard = crate::support::GUARD;
+
+    // A whole answer whose body stops past the deadline.
+    let slow_body = engine(
+        "application/json",
+        vec![chunk("{\"a\":"), Step::Pause(guard)],
+    )
+    .await;
+    let refusal = crate::support::builder_for(&slow_body.address, SCOPE)
+        .deadline(Duration::from_millis(300))
+        .build()
+        .expect("builds")
+        .send("{}")
+        .await
+        .expect_err("the body stops");
+    assert_refusal_shape(&refusal);
+    let remedy = refusal.remedy();
+    assert!(remedy.starts_with("try again later"), "{remedy}");
+    assert!(
+        remedy.contains(
+            "raise the deadline (now 300 ms) with HttpTransportBuilder::deadline or Call::deadline"
+        ),
+        "{remedy}"
+    );
+
+    // A stream silent past its idle timer, and one past its deadline.
+    let stalls = engine(
+        "text/event-stream",
+        vec![chunk("data: one\n\n"), Step::Pause(guard)],
+    )
+    .await;
+    let mut alive = vec![chunk("data: one\n\n")];
+    for _ in 0..40 {
+        alive.push(Step::Pause(Duration::from_millis(50)));
+        alive.push(chunk(": keep-alive\n"));
+    }
+    let alive = engine("text/event-stream", alive).await;
+    for (engine, idle, whole, raise) in [
+        (
+            &stalls,
+            300,
+            600_000,
+            "raise the idle timer (now 300 ms) with HttpTransportBuilder::idle_timeout or Call::idle_timeout",
+        ),
+        (
+            &alive,
+            300,
+            700,
+            "raise the stream deadline (now 700 ms) with HttpTransportBuilder::stream_deadline or Call::stream_deadline",
+        ),
+    ] {
+        let transport = crate::support::builder_for(&engine.address, SCOPE)
+            .idle_timeout(Duration::from_millis(idle))
+            .stream_deadline(Duration::from_millis(whole))
+            .build()
+            .expect("builds");
+        let mut stream = transport.stream("{}").await.expect("a 2xx head");
+        let refusal = loop {
+            match stream.next_event().await {
+                Some(Ok(_)) => continue,
+                Some(Err(refusal)) => break refusal,
+                None => panic!("the stream ended without its timer"),
+            }
+        };
+        assert_refusal_shape(&refusal);
+        assert!(refusal.remedy().contains(raise), "{}", refusal.remedy());
+        assert!(
+            refusal.remedy().contains(ADDRESS_VAR),
+            "{}",
+            refusal.remedy()
+        );
+    }
+}
+
+/// An engine that never began to answer is not told to be waited for
+/// longer: its remedy points at its health alone.
+#[tokio::test]
+async fn a_deadline_before_any_answer_does_not_say_to_raise_it() {
+    let engine = engine_expecting(
+        1,
+        ResponseTemplate::new(200).set_delay(Duration::from_secs(3)),
+    )
+    .await;
+    let refusal = crate::support::builder_for(&engine.uri(), SCOPE)
+        .deadline(Duration::from_millis(200))
+        .build()
+        .expect("builds")
+        .send("{}")
+        .await
+        .expect_err("no head within the deadline");
+    assert_refusal_shape(&refusal);
+    assert!(refusal.reason().contains("no answer within 200 ms"));
+    assert!(
+        refusal.remedy().starts_with("try again later"),
+        "{}",
+        refusal.remedy()
+    );
+    assert!(!refusal.remedy().contains("raise"), "{}", refusal.remedy());
+}

@@ -1,6 +1,8 @@
 //! The retry table, row by row, against loopback engines that count
 //! what they receive: a retry is a second bill, so every rule here is a
-//! number of requests.
+//! number of requests. `RetryPolicy::new()` sends no idempotency key, so a
+//! request that may have reached the engine is sent once; the tests of
+//! what a key allows turn keys on by name.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +18,11 @@ use wiremock::{MockServer, Request, ResponseTemplate};
 use crate::support::engines::{self, engine_with, first_then, posts};
 use crate::support::raw_http::read_request;
 use crate::support::{SCOPE, builder_for};
+
+/// The policy for an engine that honours `Idempotency-Key`.
+fn keyed() -> RetryPolicy {
+    RetryPolicy::new().idempotency_keys(true)
+}
 
 fn with(address: &str, policy: RetryPolicy) -> HttpTransport {
     builder_for(address, SCOPE)
@@ -77,10 +84,42 @@ async fn without_a_policy_nothing_is_retried() {
     );
 }
 
+/// The default policy sends no key, so what may have reached the engine
+/// goes once: a `408` and each `5xx` without a hint, and a reset after the
+/// request was sent. (With a key, the same answers were three requests a
+/// send until the default changed; `a_failure_after_sending_is_retried_only_with_a_key`
+/// counts those.)
+#[tokio::test]
+async fn the_default_policy_sends_no_key_so_what_may_have_been_billed_goes_once() {
+    for status in [408, 500, 502, 503, 504] {
+        let server = engine(ResponseTemplate::new(status), 5, 1).await;
+        let refusal = with(&server.uri(), RetryPolicy::new())
+            .send("{}")
+            .await
+            .expect_err("not retried");
+        assert_eq!(refusal.attempts(), 1, "{status}");
+        let requests = received(&server).await;
+        assert_eq!(requests.len(), 1, "{status} was sent again");
+        assert_eq!(keys(&requests), [""], "{status}: no key by default");
+        assert!(
+            !refusal.reason().contains("idempotency key"),
+            "{}",
+            refusal.reason()
+        );
+    }
+    let (address, count) = resetting_engine().await;
+    let refusal = with(&address, RetryPolicy::new())
+        .send("{}")
+        .await
+        .expect_err("reset");
+    assert_eq!(refusal.attempts(), 1);
+    assert_eq!(count.load(Ordering::SeqCst), 1, "a reset is sent once");
+}
+
 #[tokio::test]
 async fn a_request_that_never_reached_the_engine_is_retried_without_a_key() {
     let address = format!("http://127.0.0.1:{}/v1", free_port());
-    let transport = with(&address, RetryPolicy::new().idempotency_keys(false));
+    let transport = with(&address, RetryPolicy::new());
     let refusal = transport.send("{}").await.expect_err("nothing listens");
     assert_eq!(refusal.cause(), Cause::EngineUnreachable);
     assert_eq!(refusal.attempts(), 3);
@@ -106,7 +145,7 @@ async fn a_hinted_429_or_503_is_retried_after_exactly_the_hint_and_not_sooner() 
             2,
         )
         .await;
-        let transport = with(&server.uri(), RetryPolicy::new().idempotency_keys(false));
+        let transport = with(&server.uri(), RetryPolicy::new());
         let started = Instant::now();
         let answer = transport
             .send("{}")
@@ -126,19 +165,19 @@ async fn a_hinted_429_or_503_is_retried_after_exactly_the_hint_and_not_sooner() 
 async fn a_failure_after_sending_is_retried_only_with_a_key() {
     for status in [408, 500, 502, 503, 504] {
         let unkeyed = engine(ResponseTemplate::new(status), 2, 1).await;
-        let transport = with(&unkeyed.uri(), RetryPolicy::new().idempotency_keys(false));
+        let transport = with(&unkeyed.uri(), RetryPolicy::new());
         let refusal = transport.send("{}").await.expect_err("not retried");
         assert_eq!(refusal.attempts(), 1, "{status}");
         assert_eq!(received(&unkeyed).await.len(), 1, "{status} without a key");
 
-        let keyed = engine(ResponseTemplate::new(status), 2, 3).await;
-        let transport = with(&keyed.uri(), RetryPolicy::new());
+        let with_keys = engine(ResponseTemplate::new(status), 2, 3).await;
+        let transport = with(&with_keys.uri(), keyed());
         let answer = transport
             .send(r#"{"q":1}"#)
             .await
             .expect("the third attempt answers");
         assert_eq!(answer.attempts(), 3, "{status}");
-        let requests = received(&keyed).await;
+        let requests = received(&with_keys).await;
         assert_eq!(requests.len(), 3, "{status} with a key");
         let keys = keys(&requests);
         assert!(
@@ -159,7 +198,7 @@ async fn a_failure_after_sending_is_retried_only_with_a_key() {
 #[tokio::test]
 async fn a_key_given_to_the_call_makes_the_retry_safe_and_is_the_one_sent() {
     let server = engine(ResponseTemplate::new(502), 1, 2).await;
-    let transport = with(&server.uri(), RetryPolicy::new().idempotency_keys(false));
+    let transport = with(&server.uri(), RetryPolicy::new());
     let answer = transport
         .call("{}")
         .idempotency_key("order-7")
@@ -198,7 +237,7 @@ async fn resetting_engine() -> (String, Arc<AtomicUsize>) {
 #[tokio::test]
 async fn a_reset_after_the_request_was_sent_is_retried_only_with_a_key() {
     let (address, count) = resetting_engine().await;
-    let refusal = with(&address, RetryPolicy::new().idempotency_keys(false))
+    let refusal = with(&address, RetryPolicy::new())
         .send("{}")
         .await
         .expect_err("reset");
@@ -210,10 +249,7 @@ async fn a_reset_after_the_request_was_sent_is_retried_only_with_a_key() {
     );
 
     let (address, count) = resetting_engine().await;
-    let refusal = with(&address, RetryPolicy::new())
-        .send("{}")
-        .await
-        .expect_err("reset");
+    let refusal = with(&address, keyed()).send("{}").await.expect_err("reset");
     assert_eq!(refusal.attempts(), 3);
     assert_eq!(count.load(Ordering::SeqCst), 3);
     assert!(
@@ -279,13 +315,14 @@ async fn no_wait_is_started_that_would_end_past_the_deadline() {
     assert_eq!(refusal.retry_after(), Some(Duration::from_secs(1)));
     assert_eq!(received(&server).await.len(), 1);
 
-    // Backoff too: many attempts allowed, one deadline for all of them.
+    // Backoff too: many attempts allowed, one deadline for all of them (a
+    // key, so that a 500 is tried again at all).
     let server = engine_with([posts()
         .respond_with(ResponseTemplate::new(500))
         .expect(2..50)])
     .await;
     let transport = builder_for(&server.uri(), SCOPE)
-        .retries(RetryPolicy::new().max_attempts(50))
+        .retries(keyed().max_attempts(50))
         .deadline(Duration::from_millis(700))
         .build()
         .expect("builds");
@@ -310,7 +347,7 @@ async fn what_a_retry_cannot_fix_is_never_retried_even_with_a_key() {
             1,
         )
         .await;
-        let refusal = with(&server.uri(), RetryPolicy::new().max_attempts(5))
+        let refusal = with(&server.uri(), keyed().max_attempts(5))
             .send("{}")
             .await
             .expect_err("refused");
@@ -327,7 +364,7 @@ async fn an_answer_over_the_cap_or_not_utf8_is_never_retried() {
     ] {
         let server = engines::engine_expecting(1, response).await;
         let refusal = builder_for(&server.uri(), SCOPE)
-            .retries(RetryPolicy::new())
+            .retries(keyed())
             .max_answer_bytes(1024)
             .build()
             .expect("builds")
@@ -345,7 +382,7 @@ async fn two_sends_never_share_a_key_even_from_many_clones_at_once() {
         .respond_with(ResponseTemplate::new(500))
         .expect(60)])
     .await;
-    let transport = with(&server.uri(), RetryPolicy::new());
+    let transport = with(&server.uri(), keyed());
     let sends: Vec<_> = (0..20)
         .map(|_| {
             let transport = transport.clone();

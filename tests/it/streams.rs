@@ -520,7 +520,7 @@ async fn a_stream_is_never_sent_again_once_its_head_arrived() {
     .await;
     // Retries with keys would retry a reset; not after a 2xx head.
     let transport = builder_for(&engine.address, SCOPE)
-        .retries(RetryPolicy::new().max_attempts(5))
+        .retries(RetryPolicy::new().max_attempts(5).idempotency_keys(true))
         .build()
         .expect("builds");
     let mut stream = opened(&transport).await;

@@ -18,8 +18,10 @@ async fn the_meter_counts_exactly_under_concurrency() {
             .mount(&server)
             .await;
     }
+    // Keys on, as for an engine that honours them, so that a 503 is tried
+    // again and attempts outnumber sends.
     let transport = builder_for(&server.uri(), SCOPE)
-        .retries(RetryPolicy::new().max_attempts(2))
+        .retries(RetryPolicy::new().max_attempts(2).idempotency_keys(true))
         .build()
         .expect("builds");
     let words = ["ok", "quota", "credit", "down"];

@@ -36,7 +36,7 @@ const HANG: Duration = Duration::from_secs(60);
 
 /// Every row the tour must walk, and the cause the contract gives it
 /// (`answer` for an answer).
-const TOUR_ROWS: [(&str, &str); 27] = [
+const TOUR_ROWS: [(&str, &str); 33] = [
     ("answer", "answer"),
     ("no token", "no-engine"),
     ("token from a file", "answer"),
@@ -48,6 +48,12 @@ const TOUR_ROWS: [(&str, &str); 27] = [
     ("over quota", "engine-over-quota"),
     ("engine failing", "engine-unreachable"),
     ("request refused", "engine-unreachable"),
+    ("credit, in the words", "engine-out-of-credit"),
+    ("key, by its code", "no-engine"),
+    ("x402 payment", "engine-out-of-credit"),
+    ("address banned", "engine-over-quota"),
+    ("gateway's upstream", "engine-unreachable"),
+    ("overloaded, as a 429", "engine-unreachable"),
     ("no such path", "engine-unreachable"),
     ("proxy down", "engine-unreachable"),
     ("redirect", "engine-unreachable"),
@@ -607,6 +613,12 @@ async fn embedded_json_walks_every_row_with_the_contract_causes() {
         ("over quota", 429),
         ("engine failing", 503),
         ("redirect", 302),
+        ("credit, in the words", 400),
+        ("key, by its code", 400),
+        ("x402 payment", 402),
+        ("address banned", 403),
+        ("gateway's upstream", 401),
+        ("overloaded, as a 429", 429),
     ] {
         assert_eq!(row(name)["refusal"]["status"], status, "{}", row(name));
     }
@@ -633,6 +645,22 @@ async fn embedded_json_walks_every_row_with_the_contract_causes() {
     assert!(remedy("engine failing").starts_with("try again later"));
     assert!(remedy("proxy down").contains("the proxy http://127.0.0.1:"));
     assert!(reason("proxy down").is_some_and(|r| r.contains("the proxy refused the connection")));
+    // Where the engine's code, words or protocol name a better cause than
+    // its status, the reason says which, and the remedy follows it.
+    assert!(reason("credit, in the words").is_some_and(|r| {
+        r.contains("the engine's words name the account's credit: \"credit balance is too low\"")
+    }));
+    assert!(reason("key, by its code").is_some_and(
+        |r| r.contains("with the code \"API_KEY_INVALID\", which names the token")
+    ));
+    assert!(remedy("key, by its code").starts_with("set CHANT_BEHAVIOUR_TOKEN"));
+    assert!(remedy("x402 payment").contains("x402"));
+    assert!(!remedy("x402 payment").starts_with("fund the account"));
+    assert!(reason("address banned").is_some_and(|r| r.contains("a ban that ends")));
+    assert_eq!(row("address banned")["refusal"]["retryAfter"], 291);
+    assert!(remedy("address banned").starts_with("wait for the ban to end"));
+    assert!(remedy("gateway's upstream").contains("whoever runs the gateway"));
+    assert!(remedy("overloaded, as a 429").starts_with("try again later"));
 }
 
 #[tokio::test]
@@ -1034,4 +1062,31 @@ async fn rust_log_writes_the_crate_s_events_to_stderr_and_never_to_stdout() {
     );
     assert!(run.stderr.contains("answered"), "{}", run.stderr);
     assert!(!run.stderr.contains(TOKEN), "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn a_timer_the_probe_sets_is_raised_by_its_flag_in_the_remedy() {
+    use crate::streams::{Step, chunk, engine};
+    let slow_body = engine(
+        "application/json",
+        vec![chunk("{\"a\":"), Step::Pause(crate::support::GUARD)],
+    )
+    .await;
+    let run = probe(
+        &["--timeout-ms", "300"],
+        &[(ENGINE_VAR, slow_body.address.as_str()), (TOKEN_VAR, TOKEN)],
+    )
+    .await;
+    assert_eq!(run.status, 4, "{}", run.all());
+    assert!(
+        run.stdout
+            .contains("raise the deadline (now 300 ms) with --timeout-ms"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("HttpTransportBuilder::deadline"),
+        "{}",
+        run.stdout
+    );
 }

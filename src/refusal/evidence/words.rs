@@ -75,12 +75,26 @@ struct ErrorBody<'a> {
     title: Option<&'a RawValue>,
     #[serde(borrow, default)]
     detail: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, alias = "Message")]
     message: Option<&'a RawValue>,
     #[serde(borrow, default)]
     code: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "type")]
     kind: Option<&'a RawValue>,
+    /// Google's `error.status` (`RESOURCE_EXHAUSTED`).
+    #[serde(borrow, default)]
+    status: Option<&'a RawValue>,
+    /// Google's `error.details[]` (each `ErrorInfo` has a `reason`), or
+    /// Anthropic's `error.details` (an `error_code`).
+    #[serde(borrow, default)]
+    details: Option<&'a RawValue>,
+    /// TGI's `error_type` (`overloaded`, `validation`).
+    #[serde(borrow, default)]
+    error_type: Option<&'a RawValue>,
+    /// The x402 payment protocol's version, in a body that asks for a
+    /// payment.
+    #[serde(borrow, default, rename = "x402Version")]
+    x402_version: Option<&'a RawValue>,
 }
 
 impl<'a> ErrorBody<'a> {
@@ -240,48 +254,73 @@ pub(crate) fn stream_error(text: &str) -> Option<(Option<String>, Option<String>
     Some((kind, code))
 }
 
-/// Whether an error's `type` or `code` names the account's credit rather
-/// than a spent window: it holds one of [`CREDIT_CODES`], compared with `-`
-/// read as `_`, case ignored. The one rule for a `429`'s body and an error
-/// inside a stream alike: a code that merely mentions credit (`no_credit`,
-/// `credit_limit_window`) is not enough, since waiting may still help it.
-pub(crate) fn names_credit(code: &str) -> bool {
-    let folded = code.to_ascii_lowercase().replace('-', "_");
-    CREDIT_CODES.iter().any(|name| folded.contains(name))
+/// The most codes read from one body: a body that lists more is not an
+/// error any engine sends.
+const MOST_CODES: usize = 16;
+
+/// The codes of a JSON error body, most specific first, as sent
+/// (trimmed): each `reason` of Google's `error.details[]` and Anthropic's
+/// `error.details.error_code`; the error object's `code`, `type` and
+/// `status`; TGI's `error_type`; the top-level `code`, `type` (a problem
+/// type's URI) and `error` string. Strings only: a numeric code (Azure's
+/// `"429"` aside) names a status, not a cause. `text` is already
+/// concealed.
+pub(crate) fn codes(body_text: &str) -> Vec<String> {
+    let Some(body) = ErrorBody::parse(body_text) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let error = body.error_object();
+    if let Some(details) = error.as_ref().and_then(|error| error.details) {
+        found.extend(detail_codes(details));
+    }
+    if let Some(error) = &error {
+        found.extend(
+            [error.code, error.kind, error.status]
+                .into_iter()
+                .filter_map(text),
+        );
+    }
+    found.extend(
+        [body.error_type, body.code, body.kind, body.error]
+            .into_iter()
+            .filter_map(text),
+    );
+    found.truncate(MOST_CODES);
+    found
 }
 
-/// The codes an engine uses for an account with no credit left, rather than
-/// a spent window: OpenAI's `insufficient_quota` and
-/// `billing_hard_limit_reached`, and the generic names.
-const CREDIT_CODES: [&str; 6] = [
-    "insufficient_quota",
-    "billing_hard_limit_reached",
-    "insufficient_credit",
-    "insufficient_funds",
-    "out_of_credit",
-    "credit_balance",
-];
+/// One entry of `details`, of which only these are read.
+#[derive(Deserialize)]
+struct Detail<'a> {
+    #[serde(borrow, default)]
+    reason: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error_code: Option<&'a RawValue>,
+}
 
-/// The code or type of a JSON error body that names the account's credit
-/// (`{"error": {"type": "insufficient_quota"}}`, a problem `type` URI ending
-/// in `insufficient-credit`), scrubbed and bounded for the reason; `None`
-/// when the body names none. `text` is the head of the body, already
-/// concealed.
-pub(crate) fn credit_code(body_text: &str, concealer: &Concealer) -> Option<String> {
-    let body = ErrorBody::parse(body_text)?;
-    let error = body.error_object();
-    let candidates = [
-        error.as_ref().and_then(|e| e.code),
-        error.as_ref().and_then(|e| e.kind),
-        body.error,
-        body.code,
-        body.kind,
-    ];
-    candidates
+/// The `reason`s of a `details` array, or the `error_code` of a
+/// `details` object.
+fn detail_codes(details: &RawValue) -> Vec<String> {
+    if let Ok(list) = serde_json::from_str::<Vec<&RawValue>>(details.get()) {
+        return list
+            .into_iter()
+            .take(MOST_CODES)
+            .filter_map(|detail| serde_json::from_str::<Detail<'_>>(detail.get()).ok())
+            .filter_map(|detail| text(detail.reason))
+            .collect();
+    }
+    serde_json::from_str::<Detail<'_>>(details.get())
+        .ok()
+        .and_then(|detail| text(detail.error_code))
         .into_iter()
-        .filter_map(text)
-        .find(|code| names_credit(code))
-        .map(|code| engine_code(&code, concealer))
+        .collect()
+}
+
+/// Whether a JSON body says which version of the x402 payment protocol it
+/// speaks: the body of a `402` that asks for a payment.
+pub(crate) fn speaks_x402(body_text: &str) -> bool {
+    ErrorBody::parse(body_text).is_some_and(|body| body.x402_version.is_some())
 }
 
 /// An error's `type` or `code` as a reason quotes it and a cause is read
@@ -289,12 +328,15 @@ pub(crate) fn credit_code(body_text: &str, concealer: &Concealer) -> Option<Stri
 /// rest would be scrubbed to a host, and the code lost), scrubbed and
 /// bounded.
 pub(crate) fn engine_code(code: &str, concealer: &Concealer) -> String {
-    let last = code
-        .trim_end_matches('/')
+    engine_value(last_segment(code).as_bytes(), concealer, CODE_LIMIT)
+}
+
+/// A code as it is compared: a problem type's URI by its last segment.
+pub(crate) fn last_segment(code: &str) -> &str {
+    code.trim_end_matches('/')
         .rsplit('/')
         .next()
-        .unwrap_or(code);
-    engine_value(last.as_bytes(), concealer, CODE_LIMIT)
+        .unwrap_or(code)
 }
 
 /// How many characters of an error's `type` or `code` a reason quotes.
@@ -395,43 +437,51 @@ mod tests {
     }
 
     #[test]
-    fn a_credit_code_is_found_in_the_common_shapes() {
-        let c = Concealer::new([]);
-        for (body, code) in [
+    fn codes_are_read_most_specific_first() {
+        for (body, expected) in [
             (
                 r#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#,
-                "insufficient_quota",
+                &["insufficient_quota", "insufficient_quota"][..],
             ),
             (
-                r#"{"error": {"code": "billing_hard_limit_reached"}}"#,
-                "billing_hard_limit_reached",
+                r#"{"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}}"#,
+                &["API_KEY_INVALID", "INVALID_ARGUMENT"][..],
+            ),
+            (
+                r#"{"type": "error", "error": {"type": "rate_limit_error", "details": {"error_code": "enforced_spend_limit_reached"}}}"#,
+                &["enforced_spend_limit_reached", "rate_limit_error", "error"][..],
             ),
             (
                 r#"{"type": "https://engine.example/problems/insufficient-credit", "title": "no credit"}"#,
-                "insufficient-credit",
+                &["https://engine.example/problems/insufficient-credit"][..],
             ),
-            (r#"{"error": "OUT_OF_CREDIT"}"#, "OUT_OF_CREDIT"),
             (
-                r#"{"code": "credit_balance_too_low"}"#,
-                "credit_balance_too_low",
+                r#"{"error": "Model is overloaded", "error_type": "overloaded"}"#,
+                &["overloaded", "Model is overloaded"][..],
             ),
+            ("insufficient_quota", &[][..]),
+            ("<html>insufficient_quota</html>", &[][..]),
+            ("{not json", &[][..]),
         ] {
-            assert_eq!(credit_code(body, &c).as_deref(), Some(code), "{body}");
+            assert_eq!(codes(body), expected, "{body}");
         }
     }
 
     #[test]
-    fn a_window_code_is_not_credit() {
-        let c = Concealer::new([]);
-        for body in [
-            r#"{"error": {"type": "rate_limit_exceeded", "message": "insufficient_quota in the message only"}}"#,
-            r#"{"error": {"code": "requests", "message": "slow down"}}"#,
-            "insufficient_quota",
-            "<html>insufficient_quota</html>",
-            "{not json",
-        ] {
-            assert_eq!(credit_code(body, &c), None, "{body}");
-        }
+    fn a_problem_type_is_read_by_its_last_segment() {
+        assert_eq!(
+            last_segment("https://x.example/p/insufficient-credit/"),
+            "insufficient-credit"
+        );
+        assert_eq!(last_segment("rate_limit_error"), "rate_limit_error");
+    }
+
+    #[test]
+    fn an_x402_body_says_its_version() {
+        assert!(speaks_x402(
+            r#"{"x402Version": 1, "error": "X-PAYMENT header is required", "accepts": []}"#
+        ));
+        assert!(!speaks_x402(r#"{"error": {"message": "no credit"}}"#));
     }
 
     #[test]

@@ -41,12 +41,12 @@ use std::ops::Range;
 
 use self::channel::{Channel, floor_boundary};
 use self::json_spans::strings;
-use super::ending::scripted_refusal;
 use super::{AnswerStream, Event, Source};
 use crate::conceal::joined::Beginnings;
 use crate::conceal::{Concealer, Known, REDACTED};
-use crate::refusal::status::{Fix, unreachable_remedy};
-use crate::refusal::{Cause, Refusal};
+use crate::refusal::Refusal;
+use crate::refusal::kind::Kind;
+use crate::refusal::stream::written;
 
 /// How many bytes of a pattern an end of a channel must match to hold its
 /// event. One byte would hold every event whose text ends in a pattern's
@@ -589,29 +589,11 @@ impl AnswerStream {
     /// finished.
     fn joining_refusal(&mut self, exceeded: Exceeded) -> Refusal {
         let answered = self.answered();
-        let refusal = match self.sent.as_ref().map(|sent| &sent.site) {
-            Some(site) => site.seal(
-                Refusal::new(
-                    Cause::EngineUnreachable,
-                    format!(
-                        "{} answered HTTP {}, then streamed {} whose joined text could not be concealed: {}",
-                        site.subject(),
-                        answered.status,
-                        answered.so_far(),
-                        exceeded.describe()
-                    ),
-                    unreachable_remedy(
-                        site,
-                        Fix::Health,
-                        "streamed more than a stream holds back to conceal what a predictor joins",
-                        None,
-                    ),
-                    site.address_variable(),
-                )
-                .with_status(answered.status),
-            ),
-            None => scripted_refusal(),
+        let kind = Kind::Unjoined {
+            answered,
+            why: exceeded.describe(),
         };
+        let refusal = written(self.sent.as_ref().map(|sent| &sent.site), kind);
         let refusal = self.carried(refusal, "a stream whose joined text could not be concealed");
         self.finish(Some(&refusal));
         refusal

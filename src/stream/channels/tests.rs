@@ -90,7 +90,12 @@ fn a_held_item_is_released_at_the_end() {
 fn a_refusal_that_ends_the_stream_comes_after_the_held_items() {
     let mut joined = joiner();
     joined.push(line("sk-re")).expect("within bounds");
-    let refusal = Refusal::new(Cause::EngineUnreachable, "cut", "retry", None);
+    let refusal = Refusal::new(
+        crate::refusal::Cause::EngineUnreachable,
+        "cut",
+        "retry",
+        None,
+    );
     joined.take(Some(Err(refusal))).expect("within bounds");
     assert!(matches!(joined.out(), Some(Some(Ok(item))) if item == line("sk-re")));
     assert!(matches!(joined.out(), Some(Some(Err(_)))));

@@ -92,7 +92,7 @@ async fn a_stream_asked_for_done_is_refused_without_it_once_and_never_sent_again
         let engine = engine("text/event-stream", vec![chunk(body), Step::End]).await;
         // A policy that would retry what it may: never a stream after its head.
         let transport = builder_for(&engine.address, SCOPE)
-            .retries(RetryPolicy::new().max_attempts(5))
+            .retries(RetryPolicy::new().max_attempts(5).idempotency_keys(true))
             .build()
             .expect("builds");
         let mut stream = tokio::time::timeout(GUARD, transport.call("{}").expect_done().stream())
