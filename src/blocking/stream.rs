@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::{Background, wait};
 use crate::refusal::Refusal;
-use crate::stream::{Ending, Event};
+use crate::stream::{Ending, Event, StreamHead};
 
 /// An answer read as it arrives, from
 /// [`blocking::HttpTransport::stream`](super::HttpTransport::stream): the
@@ -27,9 +27,7 @@ pub struct AnswerStream {
     /// `None` while a read is on the runtime, and for good if that read
     /// panicked (the stream then ends, with no ending).
     stream: Option<crate::AnswerStream>,
-    status: u16,
-    request_id: Option<String>,
-    content_type: Option<String>,
+    head: StreamHead,
     runtime: Arc<Background>,
 }
 
@@ -58,15 +56,17 @@ impl fmt::Debug for AnswerStream {
 impl AnswerStream {
     pub(super) fn new(stream: crate::AnswerStream, runtime: Arc<Background>) -> AnswerStream {
         AnswerStream {
-            status: stream.status(),
-            request_id: stream.request_id().map(str::to_owned),
-            content_type: stream.content_type().map(str::to_owned),
+            head: StreamHead {
+                status: stream.status(),
+                request_id: stream.request_id().map(str::to_owned),
+                content_type: stream.content_type().map(str::to_owned),
+            },
             stream: Some(stream),
             runtime,
         }
     }
 
-    crate::stream::head!();
+    crate::stream::head!(head);
 
     /// How the stream ended, once it ended cleanly, as
     /// [`AnswerStream::ending`](crate::AnswerStream::ending) says.

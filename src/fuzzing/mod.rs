@@ -222,7 +222,7 @@ pub fn usage_whole(text: &str) -> Option<crate::Usage> {
 pub fn usage_streamed(events: &[(Option<&str>, &str)]) -> Option<crate::Usage> {
     let mut streamed = crate::usage::Streamed::default();
     for (event, data) in events {
-        streamed.read(*event, data, None);
+        streamed.read(*event, data);
     }
     streamed.usage()
 }

@@ -7,14 +7,12 @@
 //! the stream says which end it met, and a caller that asks for `[DONE]`
 //! gets a refusal without it.
 
-use super::AnswerStream;
 use crate::conceal::Concealer;
 use crate::refusal::Refusal;
 use crate::refusal::evidence::words::{engine_code, engine_words, stream_error};
-use crate::refusal::failure::{Answered, Failure, refusal_after_head};
-use crate::refusal::history;
+use crate::refusal::failure::Answered;
 use crate::refusal::site::Site;
-use crate::refusal::stream::{StreamError, in_stream_error, without_done};
+use crate::refusal::stream::{StreamError, in_stream_error};
 
 /// How a stream ended cleanly, from [`AnswerStream::ending`].
 ///
@@ -62,111 +60,6 @@ impl Ending {
     }
 }
 
-impl AnswerStream {
-    /// The stream met the clean end `how`: nothing more is yielded, and
-    /// the send is metered as an answer, unless the caller asked for
-    /// `[DONE]` and this end is not it, which is a refusal (returned).
-    pub(super) fn end(&mut self, how: Ending) -> Option<Refusal> {
-        if self.expect_done && how != Ending::Done {
-            let unfinished = match how {
-                Ending::Unfinished { bytes } => Some(bytes),
-                _ => None,
-            };
-            let site = self.sent.as_ref().map(|sent| &sent.site);
-            let refusal = without_done(site, self.answered(), unfinished);
-            let refusal = self.carried(refusal, "no [DONE]");
-            self.finish(Some(&refusal));
-            return Some(refusal);
-        }
-        self.how = Some(how);
-        self.finish(None);
-        None
-    }
-
-    /// How far the stream got, for a refusal.
-    pub(super) fn answered(&self) -> Answered {
-        Answered {
-            status: self.status,
-            bytes: self.bytes,
-            events: self.events,
-        }
-    }
-
-    /// `refusal` with what a refusal of the send carries: the engine's id
-    /// for the request, the attempts, what each came to (this one, the
-    /// stream's, as `short`), and the idempotency key.
-    pub(super) fn carried(&self, refusal: Refusal, short: &str) -> Refusal {
-        let refusal = match &self.request_id {
-            Some(id) => refusal.with_request_id(id.clone()),
-            None => refusal,
-        };
-        let Some(sent) = &self.sent else {
-            return refusal;
-        };
-        let mut history = sent.history.clone();
-        history.push(short.to_owned());
-        history::after_attempts(
-            &sent.site,
-            refusal.with_attempts(sent.attempts),
-            &history,
-            sent.key.as_deref(),
-        )
-    }
-
-    /// The refusal of a failure after the head, not yet finished.
-    pub(super) fn refusal_of(&self, failure: Failure) -> Refusal {
-        let refusal = match self.sent.as_ref() {
-            Some(sent) => refusal_after_head(&sent.site, &failure, self.answered()),
-            None => scripted_refusal(),
-        };
-        self.carried(refusal, &failure.short())
-    }
-
-    /// The refusal of a failure after the head, and the stream finished.
-    pub(super) fn refuse_failure(&mut self, failure: Failure) -> Refusal {
-        let refusal = self.refusal_of(failure);
-        self.finish(Some(&refusal));
-        refusal
-    }
-
-    /// A piece, event or line over the cap, refused.
-    pub(super) fn over_cap(&mut self, what: &'static str) -> Refusal {
-        let cap = u64::try_from(self.cap).unwrap_or(u64::MAX);
-        self.refuse_failure(Failure::PieceTooLarge { what, cap })
-    }
-
-    /// The refusal an error inside the stream makes: an event named
-    /// `error`, or a payload that is a JSON object with an `error` member.
-    pub(super) fn error_in(&mut self, event: Option<&str>, payload: &str) -> Option<Refusal> {
-        // Every event and line comes here, so usage is read here too.
-        self.usage.read(event, payload, self.sent.as_mut());
-        let empty = Concealer::new([]);
-        let concealer = self.concealer().unwrap_or(&empty);
-        let site = self.sent.as_ref().map(|sent| &sent.site);
-        let refusal = error_refusal(site, concealer, self.answered(), event, payload)?;
-        let refusal = self.carried(refusal, "an error in the stream");
-        self.finish(Some(&refusal));
-        Some(refusal)
-    }
-
-    /// Nothing more is yielded; the send is metered and traced once: an
-    /// answer, or the refusal it ended in.
-    pub(super) fn finish(&mut self, refusal: Option<&Refusal>) {
-        self.done = true;
-        self.text = String::new();
-        self.taken = 0;
-        if let Some(sent) = self.sent.take() {
-            sent.record(
-                refusal,
-                self.status,
-                self.request_id.as_deref(),
-                self.bytes,
-                self.events,
-            );
-        }
-    }
-}
-
 /// The refusal of an error an engine sent inside a `2xx` answer (an event
 /// named `error`, or a payload with a top-level `error` member), if
 /// `payload` is one; `site` is `None` for a fake's stream.
@@ -209,6 +102,7 @@ pub(super) fn scripted_refusal() -> Refusal {
 mod tests {
     use super::*;
     use crate::refusal::site::test_site;
+    use crate::refusal::stream::without_done;
 
     #[test]
     fn a_clean_end_inside_an_event_is_unfinished_and_at_a_boundary_the_body() {

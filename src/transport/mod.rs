@@ -43,7 +43,6 @@ pub(crate) mod reply;
 pub(crate) mod run;
 mod short;
 pub(crate) mod tls;
-pub(crate) mod utf8;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -2,6 +2,7 @@
 //! form spanning items becomes, and its bounds.
 
 use super::*;
+use crate::refusal::Cause;
 
 const TOKEN: &str = "sk-repro-7Qx9Lm2Pz4Vb8Nc6Rt1Yw3";
 
