@@ -1,8 +1,10 @@
 //! The stream readers alone, through the public API: arbitrary text in
-//! arbitrary pieces, read as chunks, events and lines. The oracle: no
-//! panic; chunks join back into the text; every event's data and every
-//! line is text the pieces held (no byte invented); nothing after the end
-//! or a refusal; a clean end of events says how it ended, a refusal not.
+//! arbitrary pieces, read as chunks, events, lines and deltas. The oracle:
+//! no panic; chunks join back into the text, and so do the deltas of a
+//! stream of no stream format; every event's data and every line is text
+//! the pieces held (no byte invented); nothing after the end or a refusal;
+//! a clean end of events (and of the deltas read from them) says how it
+//! ended, a refusal not.
 
 #![no_main]
 
@@ -15,7 +17,10 @@ fuzz_target!(|input: (Vec<u8>, String)| {
     let mut rest = text.as_str();
     for cut in cuts.iter().take(32) {
         let at = usize::from(*cut).min(rest.len());
-        let at = (0..=at).rev().find(|at| rest.is_char_boundary(*at)).unwrap_or(0);
+        let at = (0..=at)
+            .rev()
+            .find(|at| rest.is_char_boundary(*at))
+            .unwrap_or(0);
         let (piece, after) = rest.split_at(at);
         pieces.push(piece.to_owned());
         rest = after;
@@ -32,6 +37,32 @@ fuzz_target!(|input: (Vec<u8>, String)| {
         }
         assert_eq!(joined, text);
         assert!(stream.next_chunk().await.is_none());
+
+        let mut stream = AnswerStream::from_chunks(200, pieces.clone());
+        let mut joined = String::new();
+        while let Some(delta) = stream.next_delta().await {
+            let delta = delta.expect("text of no stream format is never refused");
+            assert!(!delta.text().is_empty());
+            joined.push_str(delta.text());
+        }
+        assert_eq!(joined, text);
+
+        let mut stream =
+            AnswerStream::from_chunks(200, pieces.clone()).with_content_type("text/event-stream");
+        loop {
+            match stream.next_delta().await {
+                Some(Ok(delta)) => assert!(!delta.text().is_empty()),
+                Some(Err(_)) => {
+                    assert!(stream.ending().is_none());
+                    break;
+                }
+                None => {
+                    assert!(stream.ending().is_some());
+                    break;
+                }
+            }
+        }
+        assert!(stream.next_delta().await.is_none());
 
         let mut stream = AnswerStream::from_chunks(200, pieces.clone());
         loop {

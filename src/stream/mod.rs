@@ -38,6 +38,7 @@
 
 mod body;
 pub(crate) mod channels;
+pub(crate) mod delta;
 mod ending;
 mod event;
 mod flow;
@@ -45,31 +46,36 @@ mod framing;
 mod upstream;
 mod whole;
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use crate::refusal::Refusal;
 use crate::usage::{Streamed, Usage};
 use body::EngineBody;
 pub(crate) use body::Pieces;
+use channels::Carrier;
+pub use delta::{Delta, Part};
 pub use ending::Ending;
 pub use event::Event;
 use flow::{Flow, Reader, Source};
-use framing::{Chunks, Ndjson, Sse};
+use framing::{Chunks, Format, Ndjson, Sse};
 pub(crate) use upstream::{Ledger, Timers, Upstream};
 pub(crate) use whole::{WholeAnswer, error_in_answer};
 
 /// An answer read as it arrives, from [`HttpTransport::stream`](crate::HttpTransport::stream),
 /// [`Call::stream`](crate::Call::stream) or [`Transport::stream`](crate::Transport::stream).
 ///
-/// Read it in one of three ways, as its `content_type()` suggests: text as
-/// it arrives ([`next_chunk`](Self::next_chunk), also through
-/// `futures_core::Stream`), server-sent events
-/// ([`next_event`](Self::next_event)), or NDJSON lines
-/// ([`next_line`](Self::next_line)). Each yields concealed text, or one
-/// refusal, and after a refusal or the end, nothing more.
+/// Read the generated text with [`next_delta`](Self::next_delta), which
+/// knows the stream shapes of the engines a predictor meets; or read the
+/// stream as it is, as its `content_type()` suggests: server-sent events
+/// ([`next_event`](Self::next_event)), NDJSON lines
+/// ([`next_line`](Self::next_line)), or text as it arrives
+/// ([`next_chunk`](Self::next_chunk), also through
+/// `futures_core::Stream`). Each yields concealed text, or one refusal,
+/// and after a refusal or the end, nothing more.
 ///
 /// ```
 /// use meterwire::AnswerStream;
@@ -91,11 +97,13 @@ pub struct AnswerStream {
     readers: Readers,
 }
 
-/// The parsed readers' state, each made when its reader is first called.
+/// The parsed readers' state, each made when its reader is first called,
+/// and the deltas read and not yet taken.
 #[derive(Default)]
 struct Readers {
     events: Option<Box<Reader<Sse>>>,
     lines: Option<Box<Reader<Ndjson>>>,
+    deltas: VecDeque<Delta>,
 }
 
 /// What a stream says of the answer's head.
@@ -217,9 +225,26 @@ impl AnswerStream {
         self
     }
 
-    /// The same stream, refusing a clean end without `[DONE]`.
-    pub(crate) fn expecting_done(mut self, expect: bool) -> AnswerStream {
-        self.flow.expect_done = expect;
+    /// The same stream, refusing a body that ends without `[DONE]` as a
+    /// real stream of a call that asked for it
+    /// ([`Request::expect_done`](crate::Request::expect_done)) does: for a
+    /// fake's stream, so that a fake that writes
+    /// [`Transport::stream`](crate::Transport::stream) itself honours
+    /// [`Request::get_expect_done`](crate::Request::get_expect_done). The
+    /// refusal is `engine-unreachable`, after the events that came; a
+    /// stream read as chunks, which parses nothing, ends at the body
+    /// whatever is asked.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut stream = meterwire::AnswerStream::from_chunks(200, ["data: cut sho"]).expecting_done();
+    /// let refusal = stream.next_event().await.expect("the refusal").expect_err("no [DONE]");
+    /// assert!(refusal.reason().contains("ended without [DONE]"));
+    /// # }
+    /// ```
+    pub fn expecting_done(mut self) -> AnswerStream {
+        self.flow.expect_done = true;
         self
     }
 
@@ -265,6 +290,60 @@ impl AnswerStream {
     /// ```
     pub fn usage(&self) -> Option<Usage> {
         self.flow.usage.usage()
+    }
+
+    /// The next piece of generated text, concealed; `None` at the end.
+    ///
+    /// The stream is read as its `content-type` says: `text/event-stream`
+    /// as events, `application/x-ndjson` or `application/jsonl` as lines,
+    /// each read in the stream shapes of OpenAI chat
+    /// (`choices[i].delta`: `content`, `reasoning_content`,
+    /// `tool_calls[j].function.arguments`), the Responses API
+    /// (`response.output_text.delta`, `response.reasoning_text.delta`,
+    /// `response.reasoning_summary_text.delta`,
+    /// `response.function_call_arguments.delta`), Anthropic
+    /// (`content_block_delta`: `text_delta`, `thinking_delta`,
+    /// `input_json_delta`), Gemini (`candidates[i].content.parts[j]`:
+    /// `text`, `thought: true` for reasoning, `functionCall.args`) and
+    /// Ollama (`message.content`, `message.thinking`, `/api/generate`'s
+    /// `response` and `thinking`); anything else as chunks of text, each a
+    /// [`Part::Text`] delta of choice 0.
+    ///
+    /// Events that carry no text are read and dropped: their usage and
+    /// the stream's end count as for any reader ([`usage`](Self::usage),
+    /// [`ending`](Self::ending)), as does an error in one. The Responses
+    /// API's `.done` events, which repeat the whole text, yield nothing;
+    /// an event whose data is not JSON is one [`Part::Text`] delta of
+    /// choice 0; JSON of no known shape yields nothing. A delta whose text
+    /// is empty (sent so, or emptied by concealment) is not yielded.
+    ///
+    /// The text is concealed as the crate joins it: the deltas of a choice
+    /// and part, joined, hold no form of a secret an engine split across
+    /// events.
+    ///
+    /// ```
+    /// use meterwire::{AnswerStream, Part};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut stream = AnswerStream::from_chunks(200, [
+    ///     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n",
+    ///     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"lo\"}}\n\n",
+    ///     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    /// ])
+    /// .with_content_type("text/event-stream");
+    /// let mut text = String::new();
+    /// while let Some(delta) = stream.next_delta().await {
+    ///     let delta = delta.expect("not a refusal");
+    ///     if delta.part() == Part::Text {
+    ///         text.push_str(delta.text());
+    ///     }
+    /// }
+    /// assert_eq!(text, "Hello");
+    /// # }
+    /// ```
+    pub async fn next_delta(&mut self) -> Option<Result<Delta, Refusal>> {
+        poll_fn(|cx| self.poll_delta(cx)).await
     }
 
     /// The next text that arrived, concealed; `None` at the end. This is
@@ -337,6 +416,41 @@ impl AnswerStream {
             self.flow.poll_joined(reader, cx)
         })
         .await
+    }
+
+    /// Polls for the next delta: those read and not yet taken first, then
+    /// the deltas of the next frame of the stream's format.
+    fn poll_delta(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Delta, Refusal>>> {
+        loop {
+            if let Some(delta) = self.readers.deltas.pop_front() {
+                return Poll::Ready(Some(Ok(delta)));
+            }
+            let readers = &mut self.readers;
+            let flow = &mut self.flow;
+            let read = match Format::of(flow.head.content_type.as_deref()) {
+                Format::Events => {
+                    let reader = readers.events.get_or_insert_with(|| flow.reader());
+                    ready!(flow.poll_joined(reader, cx)).map(|event| {
+                        event.map(|event| {
+                            Delta::read(event.kind(), event.data(), &mut readers.deltas)
+                        })
+                    })
+                }
+                Format::Lines => {
+                    let reader = readers.lines.get_or_insert_with(|| flow.reader());
+                    ready!(flow.poll_joined(reader, cx)).map(|line| {
+                        line.map(|line| Delta::read(line.kind(), line.data(), &mut readers.deltas))
+                    })
+                }
+                Format::Chunks => ready!(flow.poll_frame(&mut Chunks, cx))
+                    .map(|chunk| chunk.map(|chunk| readers.deltas.push_back(Delta::raw(chunk)))),
+            };
+            match read {
+                Some(Ok(())) => {}
+                Some(Err(refusal)) => return Poll::Ready(Some(Err(refusal))),
+                None => return Poll::Ready(None),
+            }
+        }
     }
 
     /// Polls for the next text a reader of chunks takes.

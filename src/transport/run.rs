@@ -213,7 +213,11 @@ impl HttpTransport {
                     content_type: opened.content_type,
                 };
                 let stream = AnswerStream::opened(head, opened.body, timers, ledger);
-                Ok(stream.expecting_done(expect_done))
+                Ok(if expect_done {
+                    stream.expecting_done()
+                } else {
+                    stream
+                })
             }
             Err(refusal) => {
                 self.refused(&span, &refusal, reach, started.elapsed());
