@@ -7,6 +7,11 @@
 //! the stream says which end it met, and a caller that asks for `[DONE]`
 //! gets a refusal without it.
 
+use std::fmt;
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
 use crate::conceal::Concealer;
 use crate::refusal::Refusal;
 use crate::refusal::evidence::words::{engine_code, engine_words, stream_error};
@@ -15,6 +20,10 @@ use crate::refusal::site::Site;
 use crate::refusal::stream::{StreamError, in_stream_error};
 
 /// How a stream ended cleanly, from [`AnswerStream::ending`].
+///
+/// It reads as `done`, `body` or `unfinished (N bytes)`, and serializes as
+/// the probe's end record writes it: `{"ended": "done"}`, `{"ended":
+/// "body"}`, or `{"ended": "unfinished", "unfinishedBytes": N}`.
 ///
 /// ```
 /// use meterwire::{AnswerStream, Ending};
@@ -46,6 +55,52 @@ pub enum Ending {
         /// The bytes of the unfinished event.
         bytes: u64,
     },
+}
+
+/// `done`, `body`, or `unfinished (N bytes)`.
+///
+/// ```
+/// use meterwire::Ending;
+///
+/// assert_eq!(Ending::Done.to_string(), "done");
+/// assert_eq!(Ending::Unfinished { bytes: 8 }.to_string(), "unfinished (8 bytes)");
+/// ```
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ending::Done => f.write_str("done"),
+            Ending::Body => f.write_str("body"),
+            Ending::Unfinished { bytes: 1 } => f.write_str("unfinished (1 byte)"),
+            Ending::Unfinished { bytes } => write!(f, "unfinished ({bytes} bytes)"),
+        }
+    }
+}
+
+/// An object: `{"ended": "done" | "body" | "unfinished"}`, with
+/// `"unfinishedBytes": N` for `unfinished` only.
+///
+/// ```
+/// use meterwire::Ending;
+///
+/// let json = serde_json::to_string(&Ending::Unfinished { bytes: 8 })?;
+/// assert_eq!(json, r#"{"ended":"unfinished","unfinishedBytes":8}"#);
+/// assert_eq!(serde_json::to_string(&Ending::Done)?, r#"{"ended":"done"}"#);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+impl Serialize for Ending {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (ended, unfinished) = match self {
+            Ending::Done => ("done", None),
+            Ending::Body => ("body", None),
+            Ending::Unfinished { bytes } => ("unfinished", Some(*bytes)),
+        };
+        let mut map = serializer.serialize_map(Some(1 + usize::from(unfinished.is_some())))?;
+        map.serialize_entry("ended", ended)?;
+        if let Some(bytes) = unfinished {
+            map.serialize_entry("unfinishedBytes", &bytes)?;
+        }
+        map.end()
+    }
 }
 
 impl Ending {
@@ -108,6 +163,27 @@ mod tests {
     fn a_clean_end_inside_an_event_is_unfinished_and_at_a_boundary_the_body() {
         assert_eq!(Ending::at_end(0), Ending::Body);
         assert_eq!(Ending::at_end(9), Ending::Unfinished { bytes: 9 });
+    }
+
+    #[test]
+    fn an_ending_reads_and_serializes_as_the_end_record_writes_it() {
+        for (ending, shown, json) in [
+            (Ending::Done, "done", r#"{"ended":"done"}"#),
+            (Ending::Body, "body", r#"{"ended":"body"}"#),
+            (
+                Ending::Unfinished { bytes: 1 },
+                "unfinished (1 byte)",
+                r#"{"ended":"unfinished","unfinishedBytes":1}"#,
+            ),
+            (
+                Ending::Unfinished { bytes: u64::MAX },
+                "unfinished (18446744073709551615 bytes)",
+                r#"{"ended":"unfinished","unfinishedBytes":18446744073709551615}"#,
+            ),
+        ] {
+            assert_eq!(ending.to_string(), shown);
+            assert_eq!(serde_json::to_string(&ending).ok().as_deref(), Some(json));
+        }
     }
 
     #[test]
