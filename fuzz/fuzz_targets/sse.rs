@@ -11,6 +11,22 @@
 use libfuzzer_sys::fuzz_target;
 use meterwire::AnswerStream;
 
+/// Whether `item` is a reader's last: a clean end says how it ended, a
+/// refusal says why itself.
+fn is_last<T, E>(item: &Option<Result<T, E>>, stream: &AnswerStream) -> bool {
+    match item {
+        Some(Ok(_)) => false,
+        Some(Err(_)) => {
+            assert!(stream.ending().is_none());
+            true
+        }
+        None => {
+            assert!(stream.ending().is_some());
+            true
+        }
+    }
+}
+
 fuzz_target!(|input: (Vec<u8>, String)| {
     let (cuts, text) = input;
     let mut pieces = Vec::new();
@@ -50,37 +66,26 @@ fuzz_target!(|input: (Vec<u8>, String)| {
         let mut stream =
             AnswerStream::from_chunks(200, pieces.clone()).with_content_type("text/event-stream");
         loop {
-            match stream.next_delta().await {
-                Some(Ok(delta)) => assert!(!delta.text().is_empty()),
-                Some(Err(_)) => {
-                    assert!(stream.ending().is_none());
-                    break;
-                }
-                None => {
-                    assert!(stream.ending().is_some());
-                    break;
-                }
+            let delta = stream.next_delta().await;
+            if let Some(Ok(delta)) = &delta {
+                assert!(!delta.text().is_empty());
+            }
+            if is_last(&delta, &stream) {
+                break;
             }
         }
         assert!(stream.next_delta().await.is_none());
 
         let mut stream = AnswerStream::from_chunks(200, pieces.clone());
         loop {
-            match stream.next_event().await {
-                Some(Ok(event)) => {
-                    for line in event.data().split('\n') {
-                        assert!(text.contains(line), "{line:?} not in the text");
-                    }
+            let event = stream.next_event().await;
+            if let Some(Ok(event)) = &event {
+                for line in event.data().split('\n') {
+                    assert!(text.contains(line), "{line:?} not in the text");
                 }
-                // A clean end says how it ended; a refusal says why itself.
-                Some(Err(_)) => {
-                    assert!(stream.ending().is_none());
-                    break;
-                }
-                None => {
-                    assert!(stream.ending().is_some());
-                    break;
-                }
+            }
+            if is_last(&event, &stream) {
+                break;
             }
         }
         assert!(stream.next_event().await.is_none());

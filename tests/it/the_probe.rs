@@ -77,6 +77,14 @@ impl Run {
         format!("{}\n{}", self.stdout, self.stderr)
     }
 
+    /// stdout as JSON lines, each one object.
+    fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
+            .collect()
+    }
+
     /// stdout as exactly one JSON document (`from_str` rejects anything
     /// after it but whitespace).
     fn json(&self) -> Value {
@@ -871,11 +879,7 @@ async fn stream_json_prints_one_object_per_event_then_the_end() {
     .await;
     let run = probe_at(&server, &["--stream", "--json", "--idle-ms", "5000"]).await;
     assert_eq!(run.status, 0, "{}", run.all());
-    let lines: Vec<Value> = run
-        .stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
-        .collect();
+    let lines = run.json_lines();
     assert_eq!(lines.len(), 3, "{}", run.stdout);
     assert_eq!(lines[0]["event"], "delta");
     assert_eq!(lines[0]["data"], "{\"delta\":\"the\"}");
@@ -991,11 +995,7 @@ async fn stream_delta_prints_each_delta_as_a_json_line_then_the_end() {
     let server = engine(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")).await;
     let run = probe_at(&server, &["--stream", "--delta", "--json"]).await;
     assert_eq!(run.status, 0, "{}", run.all());
-    let lines: Vec<Value> = run
-        .stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
-        .collect();
+    let lines = run.json_lines();
     assert_eq!(lines.len(), 5, "{}", run.stdout);
     assert_eq!(
         lines[0]["delta"],
