@@ -19,7 +19,8 @@ use crate::refusal::failure::Answered;
 use crate::refusal::site::Site;
 use crate::refusal::stream::{StreamError, in_stream_error};
 
-/// How a stream ended cleanly, from [`AnswerStream::ending`].
+/// How a stream ended cleanly, from
+/// [`AnswerStream::ending`](crate::AnswerStream::ending).
 ///
 /// It reads as `done`, `body` or `unfinished (N bytes)`, and serializes as
 /// the probe's end record writes it: `{"ended": "done"}`, `{"ended":
