@@ -1,6 +1,7 @@
 //! A streaming predictor in a page: it asks for a generation and prints
-//! each token as it arrives, concealed. Its engine streams server-sent
-//! events from 127.0.0.1, a word at a time, so it needs nothing else.
+//! each piece of text as it arrives, concealed. Its engine streams
+//! OpenAI-style chat chunks from 127.0.0.1, a word at a time, so it needs
+//! nothing else.
 use std::io::Write;
 use std::time::Duration;
 
@@ -24,7 +25,9 @@ async fn engine() -> std::io::Result<String> {
             .write_all(format!("{head}connection: close\r\n\r\n").as_bytes())
             .await;
         let words = format!("The cat sat on the mat ({TOKEN})");
-        for word in words.split(' ').map(|w| format!(r#"{{"delta":"{w} "}}"#)) {
+        let chunk =
+            |w: &str| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{w} "}}}}]}}"#);
+        for word in words.split(' ').map(chunk) {
             let _ = socket
                 .write_all(format!("data: {word}\n\n").as_bytes())
                 .await;
@@ -33,11 +36,6 @@ async fn engine() -> std::io::Result<String> {
         let _ = socket.write_all(b"data: [DONE]\n\n").await;
     });
     Ok(address)
-}
-
-#[derive(serde::Deserialize)]
-struct Delta {
-    delta: String,
 }
 
 #[tokio::main]
@@ -49,13 +47,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let question = serde_json::json!({"prompt": "the cat", "stream": true});
     let mut stream = transport.stream_json(&question).await?;
-    while let Some(event) = stream.next_event().await {
-        let event = event?; // a refusal: an error inside the stream, a cut, a timer
-        match serde_json::from_str::<Delta>(event.data()) {
-            Ok(Delta { delta }) => print!("{delta}"),
-            Err(_) => print!("[{}]", event.data()),
-        }
-        std::io::stdout().flush()?; // each token as it arrives
+    while let Some(delta) = stream.next_delta().await {
+        let delta = delta?; // a refusal: an error inside the stream, a cut, a timer
+        print!("{}", delta.text());
+        std::io::stdout().flush()?; // each piece as it arrives
     }
     let first = transport.meter().first_byte(1.0).unwrap_or_default();
     println!("\nthe first byte came after {first:?}");

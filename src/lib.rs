@@ -141,7 +141,7 @@ pub use refusal::{Cause, Refusal, Report, UnknownCause};
 pub use request::Request;
 pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
-pub use stream::{AnswerStream, Ending, Event};
+pub use stream::{AnswerStream, Delta, Ending, Event, Part};
 pub use transport::{
     BuildError, Call, DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, HttpTransport,
     HttpTransportBuilder, Transport, USER_AGENT,
@@ -165,6 +165,8 @@ fn _assert_impls() {
     public::<AnswerStream>();
     public::<Event>();
     public::<Ending>();
+    public::<Delta>();
+    public::<Part>();
     public::<Answer>();
     public::<Refusal>();
     public::<Cause>();

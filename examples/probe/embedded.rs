@@ -478,7 +478,9 @@ pub async fn tour(
             let result = match transport.stream(body.clone()).await {
                 // A stream read to its end is shown as the answer it made.
                 Ok(stream) => {
-                    let read = crate::stream::read_all(stream, started, true, |_, _| {}).await;
+                    let reading = crate::stream::Reading::of(&stream);
+                    let read =
+                        crate::stream::read_all(stream, reading, started, true, |_, _| {}).await;
                     let answer = Answer::new(read.status, read.joined);
                     match (read.refusal, read.usage) {
                         (Some(refusal), _) => Err(refusal),

@@ -161,6 +161,12 @@ struct Args {
           value_parser = value_parser!(u64).range(1..))]
     stream_deadline_ms: u64,
 
+    /// With --stream: print the generated text the library reads from the
+    /// stream (each engine's shape), piece by piece, in place of its events,
+    /// lines or chunks
+    #[arg(long, requires = "stream")]
+    delta: bool,
+
     /// With --stream: the engine must end the stream with [DONE]; a stream
     /// whose body ends without it is refused (engine-unreachable, exit 4)
     #[arg(long, requires = "stream")]
@@ -269,7 +275,12 @@ async fn run(args: Args) -> Result<ExitCode, Usage> {
             })
         }
         None if args.stream => {
-            Ok(stream::stream_once(&transport, body, args.expect_done, args.json, &style).await)
+            let asked = stream::Asked {
+                expect_done: args.expect_done,
+                delta: args.delta,
+                json: args.json,
+            };
+            Ok(stream::stream_once(&transport, body, asked, &style).await)
         }
         None => Ok(send_once(&transport, body, args.json, &style).await),
     }

@@ -14,9 +14,9 @@
 //! tokio's blocking pool (`spawn_blocking`) is where blocking belongs, and
 //! it sends from there.
 //!
-//! An answer read as a stream is an iterator of its events, lines or
-//! chunks ([`AnswerStream`]), each piece read on the background runtime
-//! while the caller waits.
+//! An answer read as a stream is an iterator of its generated text, its
+//! events, lines or chunks ([`AnswerStream`]), each piece read on the
+//! background runtime while the caller waits.
 //!
 //! ```no_run
 //! use meterwire::blocking::HttpTransport;
@@ -243,18 +243,18 @@ impl HttpTransport {
     }
 
     /// Sends `body`, byte for byte, and reads the answer as a stream: its
-    /// events, lines or chunks as they arrive, each as the async
-    /// [`AnswerStream`](crate::AnswerStream) yields it. Retries apply only
-    /// until a `2xx` head arrives; from then on the request is never sent
-    /// again.
+    /// generated text, events, lines or chunks as they arrive, each as the
+    /// async [`AnswerStream`](crate::AnswerStream) yields it. Retries apply
+    /// only until a `2xx` head arrives; from then on the request is never
+    /// sent again.
     ///
     /// ```no_run
     /// # fn run(transport: meterwire::blocking::HttpTransport) -> Result<(), meterwire::Refusal> {
     /// let mut stream = transport.stream(r#"{"prompt": "the cat sat on the", "stream": true}"#)?;
-    /// for event in stream.events() {
-    ///     print!("{}", event?.data());
+    /// for delta in stream.deltas() {
+    ///     print!("{}", delta?.text());
     /// }
-    /// println!("\n{:?}", stream.ending());
+    /// println!("\n{:?}, {:?}", stream.ending(), stream.usage());
     /// # Ok(())
     /// # }
     /// ```

@@ -12,14 +12,16 @@ use std::sync::Arc;
 
 use super::{Background, wait};
 use crate::refusal::Refusal;
-use crate::stream::{Ending, Event};
+use crate::stream::{Delta, Ending, Event, StreamHead};
+use crate::usage::Usage;
 
 /// An answer read as it arrives, from
 /// [`blocking::HttpTransport::stream`](super::HttpTransport::stream): the
 /// async [`AnswerStream`](crate::AnswerStream)'s readers, each waiting
 /// for its item, and an iterator over each
-/// ([`events`](Self::events), [`lines`](Self::lines),
-/// [`chunks`](Self::chunks); the stream itself iterates its chunks).
+/// ([`deltas`](Self::deltas), [`events`](Self::events),
+/// [`lines`](Self::lines), [`chunks`](Self::chunks); the stream itself
+/// iterates its chunks).
 ///
 /// Read it on a thread that is not driving an async runtime, as every
 /// blocking call is made. After a refusal or the end, nothing more.
@@ -27,15 +29,14 @@ pub struct AnswerStream {
     /// `None` while a read is on the runtime, and for good if that read
     /// panicked (the stream then ends, with no ending).
     stream: Option<crate::AnswerStream>,
-    status: u16,
-    request_id: Option<String>,
-    content_type: Option<String>,
+    head: StreamHead,
     runtime: Arc<Background>,
 }
 
 /// Which reader a read uses.
 #[derive(Clone, Copy)]
 enum Reader {
+    Deltas,
     Events,
     Lines,
     Chunks,
@@ -43,6 +44,7 @@ enum Reader {
 
 /// What one read yields.
 enum Item {
+    Delta(Option<Result<Delta, Refusal>>),
     Event(Option<Result<Event, Refusal>>),
     Text(Option<Result<String, Refusal>>),
 }
@@ -58,15 +60,17 @@ impl fmt::Debug for AnswerStream {
 impl AnswerStream {
     pub(super) fn new(stream: crate::AnswerStream, runtime: Arc<Background>) -> AnswerStream {
         AnswerStream {
-            status: stream.status(),
-            request_id: stream.request_id().map(str::to_owned),
-            content_type: stream.content_type().map(str::to_owned),
+            head: StreamHead {
+                status: stream.status(),
+                request_id: stream.request_id().map(str::to_owned),
+                content_type: stream.content_type().map(str::to_owned),
+            },
             stream: Some(stream),
             runtime,
         }
     }
 
-    crate::stream::head!();
+    crate::stream::head!(head);
 
     /// How the stream ended, once it ended cleanly, as
     /// [`AnswerStream::ending`](crate::AnswerStream::ending) says.
@@ -74,12 +78,28 @@ impl AnswerStream {
         self.stream.as_ref().and_then(crate::AnswerStream::ending)
     }
 
+    /// What the engine billed, as
+    /// [`AnswerStream::usage`](crate::AnswerStream::usage) says: read it
+    /// after the end.
+    pub fn usage(&self) -> Option<Usage> {
+        self.stream.as_ref().and_then(crate::AnswerStream::usage)
+    }
+
+    /// The next piece of generated text, as
+    /// [`AnswerStream::next_delta`](crate::AnswerStream::next_delta).
+    fn next_delta(&mut self) -> Option<Result<Delta, Refusal>> {
+        match self.read(Reader::Deltas)? {
+            Item::Delta(delta) => delta,
+            Item::Event(_) | Item::Text(_) => None,
+        }
+    }
+
     /// The next server-sent event, as
     /// [`AnswerStream::next_event`](crate::AnswerStream::next_event).
     pub fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
         match self.read(Reader::Events)? {
             Item::Event(event) => event,
-            Item::Text(_) => None,
+            Item::Text(_) | Item::Delta(_) => None,
         }
     }
 
@@ -88,7 +108,7 @@ impl AnswerStream {
     pub fn next_line(&mut self) -> Option<Result<String, Refusal>> {
         match self.read(Reader::Lines)? {
             Item::Text(line) => line,
-            Item::Event(_) => None,
+            Item::Event(_) | Item::Delta(_) => None,
         }
     }
 
@@ -98,8 +118,16 @@ impl AnswerStream {
     pub fn next_chunk(&mut self) -> Option<Result<String, Refusal>> {
         match self.read(Reader::Chunks)? {
             Item::Text(chunk) => chunk,
-            Item::Event(_) => None,
+            Item::Event(_) | Item::Delta(_) => None,
         }
+    }
+
+    /// Every piece of generated text to the end, or to the refusal, which
+    /// is the last item, as
+    /// [`AnswerStream::next_delta`](crate::AnswerStream::next_delta)
+    /// reads them.
+    pub fn deltas(&mut self) -> impl Iterator<Item = Result<Delta, Refusal>> + '_ {
+        std::iter::from_fn(|| self.next_delta())
     }
 
     /// Every event to the end, or to the refusal, which is the last item.
@@ -124,6 +152,7 @@ impl AnswerStream {
         let runtime = self.runtime.0.as_ref()?;
         let reading = runtime.spawn(async move {
             let item = match reader {
+                Reader::Deltas => Item::Delta(stream.next_delta().await),
                 Reader::Events => Item::Event(stream.next_event().await),
                 Reader::Lines => Item::Text(stream.next_line().await),
                 Reader::Chunks => Item::Text(stream.next_chunk().await),

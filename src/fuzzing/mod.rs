@@ -263,7 +263,26 @@ pub fn usage_whole(text: &str) -> Option<crate::Usage> {
 pub fn usage_streamed(events: &[(Option<&str>, &str)]) -> Option<crate::Usage> {
     let mut streamed = crate::usage::Streamed::default();
     for (event, data) in events {
-        streamed.read(*event, data, None);
+        streamed.read(*event, data);
     }
     streamed.usage()
+}
+
+/// The pieces of generated text in one event (of type `kind`, as the
+/// channels name it) as `next_delta` reads them: each one's byte range,
+/// whether it is a JSON string literal, its choice, and its part (`text`,
+/// `reasoning`, or `call N`).
+pub fn delta_spans(kind: &str, data: &str) -> Vec<(std::ops::Range<usize>, bool, u32, String)> {
+    use crate::Part;
+    crate::stream::delta::shapes::delta_spans(kind, data)
+        .into_iter()
+        .map(|span| {
+            let part = match span.part {
+                Part::Text => "text".to_owned(),
+                Part::Reasoning => "reasoning".to_owned(),
+                Part::ToolArguments { call } => format!("call {call}"),
+            };
+            (span.raw, span.json, span.choice, part)
+        })
+        .collect()
 }

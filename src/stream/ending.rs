@@ -7,15 +7,17 @@
 //! the stream says which end it met, and a caller that asks for `[DONE]`
 //! gets a refusal without it.
 
-use super::AnswerStream;
-use crate::conceal::Concealer;
-use crate::refusal::Refusal;
-use crate::refusal::failure::{Answered, Failure};
-use crate::refusal::history;
-use crate::refusal::kind::Kind;
-use crate::refusal::stream::{without_done, written};
+use std::fmt;
 
-/// How a stream ended cleanly, from [`AnswerStream::ending`].
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+/// How a stream ended cleanly, from
+/// [`AnswerStream::ending`](crate::AnswerStream::ending).
+///
+/// It reads as `done`, `body` or `unfinished (N bytes)`, and serializes as
+/// the probe's end record writes it: `{"ended": "done"}`, `{"ended":
+/// "body"}`, or `{"ended": "unfinished", "unfinishedBytes": N}`.
 ///
 /// ```
 /// use meterwire::{AnswerStream, Ending};
@@ -49,6 +51,52 @@ pub enum Ending {
     },
 }
 
+/// `done`, `body`, or `unfinished (N bytes)`.
+///
+/// ```
+/// use meterwire::Ending;
+///
+/// assert_eq!(Ending::Done.to_string(), "done");
+/// assert_eq!(Ending::Unfinished { bytes: 8 }.to_string(), "unfinished (8 bytes)");
+/// ```
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ending::Done => f.write_str("done"),
+            Ending::Body => f.write_str("body"),
+            Ending::Unfinished { bytes: 1 } => f.write_str("unfinished (1 byte)"),
+            Ending::Unfinished { bytes } => write!(f, "unfinished ({bytes} bytes)"),
+        }
+    }
+}
+
+/// An object: `{"ended": "done" | "body" | "unfinished"}`, with
+/// `"unfinishedBytes": N` for `unfinished` only.
+///
+/// ```
+/// use meterwire::Ending;
+///
+/// let json = serde_json::to_string(&Ending::Unfinished { bytes: 8 })?;
+/// assert_eq!(json, r#"{"ended":"unfinished","unfinishedBytes":8}"#);
+/// assert_eq!(serde_json::to_string(&Ending::Done)?, r#"{"ended":"done"}"#);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+impl Serialize for Ending {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (ended, unfinished) = match self {
+            Ending::Done => ("done", None),
+            Ending::Body => ("body", None),
+            Ending::Unfinished { bytes } => ("unfinished", Some(*bytes)),
+        };
+        let mut map = serializer.serialize_map(Some(1 + usize::from(unfinished.is_some())))?;
+        map.serialize_entry("ended", ended)?;
+        if let Some(bytes) = unfinished {
+            map.serialize_entry("unfinishedBytes", &bytes)?;
+        }
+        map.end()
+    }
+}
+
 impl Ending {
     /// A body that ended cleanly after `bytes` of an unfinished event
     /// (none: at a boundary).
@@ -61,113 +109,6 @@ impl Ending {
     }
 }
 
-impl AnswerStream {
-    /// The stream met the clean end `how`: nothing more is yielded, and
-    /// the send is metered as an answer, unless the caller asked for
-    /// `[DONE]` and this end is not it, which is a refusal (returned).
-    pub(super) fn end(&mut self, how: Ending) -> Option<Refusal> {
-        if self.expect_done && how != Ending::Done {
-            let unfinished = match how {
-                Ending::Unfinished { bytes } => Some(bytes),
-                _ => None,
-            };
-            let site = self.sent.as_ref().map(|sent| &sent.site);
-            let refusal = without_done(site, self.answered(), unfinished);
-            let refusal = self.carried(refusal, "no [DONE]");
-            self.finish(Some(&refusal));
-            return Some(refusal);
-        }
-        self.how = Some(how);
-        self.finish(None);
-        None
-    }
-
-    /// How far the stream got, for a refusal.
-    pub(super) fn answered(&self) -> Answered {
-        Answered {
-            status: self.status,
-            bytes: self.bytes,
-            events: self.events,
-        }
-    }
-
-    /// `refusal` with what a refusal of the send carries: the engine's id
-    /// for the request, the attempts, what each came to (this one, the
-    /// stream's, as `short`), and the idempotency key.
-    pub(super) fn carried(&self, refusal: Refusal, short: &str) -> Refusal {
-        let refusal = match &self.request_id {
-            Some(id) => refusal.with_request_id(id.clone()),
-            None => refusal,
-        };
-        let Some(sent) = &self.sent else {
-            return refusal;
-        };
-        let mut history = sent.history.clone();
-        history.push(short.to_owned());
-        history::after_attempts(
-            &sent.site,
-            refusal.with_attempts(sent.attempts),
-            &history,
-            sent.key.as_deref(),
-        )
-    }
-
-    /// The refusal of a failure after the head, not yet finished.
-    pub(super) fn refusal_of(&self, failure: Failure) -> Refusal {
-        let short = failure.short();
-        let kind = Kind::Failed {
-            failure,
-            answered: Some(self.answered()),
-        };
-        let refusal = written(self.sent.as_ref().map(|sent| &sent.site), kind);
-        self.carried(refusal, &short)
-    }
-
-    /// The refusal of a failure after the head, and the stream finished.
-    pub(super) fn refuse_failure(&mut self, failure: Failure) -> Refusal {
-        let refusal = self.refusal_of(failure);
-        self.finish(Some(&refusal));
-        refusal
-    }
-
-    /// A piece, event or line over the cap, refused.
-    pub(super) fn over_cap(&mut self, what: &'static str) -> Refusal {
-        let cap = u64::try_from(self.cap).unwrap_or(u64::MAX);
-        self.refuse_failure(Failure::PieceTooLarge { what, cap })
-    }
-
-    /// The refusal an error inside the stream makes: an event named
-    /// `error`, or a payload that is a JSON object with an `error` member.
-    pub(super) fn error_in(&mut self, event: Option<&str>, payload: &str) -> Option<Refusal> {
-        // Every event and line comes here, so usage is read here too.
-        self.usage.read(event, payload, self.sent.as_mut());
-        let empty = Concealer::new([]);
-        let concealer = self.concealer().unwrap_or(&empty);
-        let site = self.sent.as_ref().map(|sent| &sent.site);
-        let refusal = error_refusal(site, concealer, self.answered(), event, payload)?;
-        let refusal = self.carried(refusal, "an error in the stream");
-        self.finish(Some(&refusal));
-        Some(refusal)
-    }
-
-    /// Nothing more is yielded; the send is metered and traced once: an
-    /// answer, or the refusal it ended in.
-    pub(super) fn finish(&mut self, refusal: Option<&Refusal>) {
-        self.done = true;
-        self.text = String::new();
-        self.taken = 0;
-        if let Some(sent) = self.sent.take() {
-            sent.record(
-                refusal,
-                self.status,
-                self.request_id.as_deref(),
-                self.bytes,
-                self.events,
-            );
-        }
-    }
-}
-
 /// The refusal of an error an engine sent inside a `2xx` answer, if the
 /// payload is one.
 pub(super) use crate::refusal::stream::error_in as error_refusal;
@@ -175,12 +116,36 @@ pub(super) use crate::refusal::stream::error_in as error_refusal;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conceal::Concealer;
+    use crate::refusal::failure::Answered;
     use crate::refusal::site::test_site;
+    use crate::refusal::stream::without_done;
 
     #[test]
     fn a_clean_end_inside_an_event_is_unfinished_and_at_a_boundary_the_body() {
         assert_eq!(Ending::at_end(0), Ending::Body);
         assert_eq!(Ending::at_end(9), Ending::Unfinished { bytes: 9 });
+    }
+
+    #[test]
+    fn an_ending_reads_and_serializes_as_the_end_record_writes_it() {
+        for (ending, shown, json) in [
+            (Ending::Done, "done", r#"{"ended":"done"}"#),
+            (Ending::Body, "body", r#"{"ended":"body"}"#),
+            (
+                Ending::Unfinished { bytes: 1 },
+                "unfinished (1 byte)",
+                r#"{"ended":"unfinished","unfinishedBytes":1}"#,
+            ),
+            (
+                Ending::Unfinished { bytes: u64::MAX },
+                "unfinished (18446744073709551615 bytes)",
+                r#"{"ended":"unfinished","unfinishedBytes":18446744073709551615}"#,
+            ),
+        ] {
+            assert_eq!(ending.to_string(), shown);
+            assert_eq!(serde_json::to_string(&ending).ok().as_deref(), Some(json));
+        }
     }
 
     #[test]

@@ -36,39 +36,46 @@
 //!
 //! The caller pulls: nothing is read ahead into a buffer that can grow.
 
+mod body;
 pub(crate) mod channels;
+pub(crate) mod delta;
 mod ending;
 mod event;
-mod sse;
+mod flow;
+mod framing;
 mod upstream;
 mod whole;
-mod wire;
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
-use crate::conceal::Concealer;
 use crate::refusal::Refusal;
-use crate::transport::reply::Opened;
+use crate::usage::{Streamed, Usage};
+use body::EngineBody;
+pub(crate) use body::Pieces;
+use channels::Carrier;
+pub use delta::{Delta, Part};
 pub use ending::Ending;
 pub use event::Event;
-use sse::{Gathered, Lines};
-pub(crate) use upstream::{Sent, Timers, Upstream};
-pub(crate) use whole::error_in_answer;
-use wire::{More, Wire};
+use flow::{Flow, Reader, Source};
+use framing::{Chunks, Format, Ndjson, Sse};
+pub(crate) use upstream::{Ledger, Timers, Upstream};
+pub(crate) use whole::{WholeAnswer, error_in_answer};
 
 /// An answer read as it arrives, from [`HttpTransport::stream`](crate::HttpTransport::stream),
 /// [`Call::stream`](crate::Call::stream) or [`Transport::stream`](crate::Transport::stream).
 ///
-/// Read it in one of three ways, as its `content_type()` suggests: text as
-/// it arrives ([`next_chunk`](Self::next_chunk), also through
-/// `futures_core::Stream`), server-sent events
-/// ([`next_event`](Self::next_event)), or NDJSON lines
-/// ([`next_line`](Self::next_line)). Each yields concealed text, or one
-/// refusal, and after a refusal or the end, nothing more.
+/// Read the generated text with [`next_delta`](Self::next_delta), which
+/// knows the stream shapes of the engines a predictor meets; or read the
+/// stream as it is, as its `content_type()` suggests: server-sent events
+/// ([`next_event`](Self::next_event)), NDJSON lines
+/// ([`next_line`](Self::next_line)), or text as it arrives
+/// ([`next_chunk`](Self::next_chunk), also through
+/// `futures_core::Stream`). Each yields concealed text, or one refusal,
+/// and after a refusal or the end, nothing more.
 ///
 /// ```
 /// use meterwire::AnswerStream;
@@ -85,84 +92,65 @@ use wire::{More, Wire};
 /// # }
 /// ```
 pub struct AnswerStream {
-    status: u16,
-    request_id: Option<String>,
-    content_type: Option<String>,
-    source: Source,
-    /// Released text no reader has taken yet, from `taken` on.
-    text: String,
-    taken: usize,
-    lines: Lines,
-    event: Gathered,
-    /// The bytes of the event being read, since the parser was last
-    /// between events: what an end of the body there cuts off.
-    pending: u64,
-    /// Whether the start of the text was looked at for a byte-order mark.
-    bom_checked: bool,
-    /// The body has ended (cleanly): what is in `text` is the last of it.
-    ended: bool,
-    /// Nothing more will be yielded.
-    done: bool,
-    bytes: u64,
-    /// Events dispatched so far, once events are read.
-    events: Option<u64>,
-    cap: usize,
-    /// A clean end without `[DONE]` is a refusal.
-    expect_done: bool,
-    /// How the stream ended, once it ended cleanly.
-    how: Option<Ending>,
-    /// The send the stream came from, metered and traced when it ends;
-    /// `None` for a fake's, or once it has been.
-    sent: Option<Sent>,
-    /// What the parsed readers join (`channels/`).
-    joining: channels::Joining,
-    pub(crate) usage: crate::usage::Streamed,
+    /// The text, its frames and its end, below the readers.
+    flow: Flow,
+    readers: Readers,
 }
 
-/// Where the text comes from.
-enum Source {
-    /// An engine's body.
-    Wire(Box<Wire>),
-    /// A fake's pieces.
-    Chunks(VecDeque<String>),
+/// The parsed readers' state, each made when its reader is first called,
+/// and the deltas read and not yet taken.
+#[derive(Default)]
+struct Readers {
+    events: Option<Box<Reader<Sse>>>,
+    lines: Option<Box<Reader<Ndjson>>>,
+    deltas: VecDeque<Delta>,
+}
+
+/// What a stream says of the answer's head.
+#[derive(Clone, Debug)]
+pub(crate) struct StreamHead {
+    pub(crate) status: u16,
+    pub(crate) request_id: Option<String>,
+    pub(crate) content_type: Option<String>,
 }
 
 /// Shows what the stream has read so far, never its text.
 impl fmt::Debug for AnswerStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let flow = &self.flow;
         f.debug_struct("AnswerStream")
-            .field("status", &self.status)
-            .field("request_id", &self.request_id)
-            .field("content_type", &self.content_type)
-            .field("bytes", &self.bytes)
-            .field("events", &self.events)
-            .field("done", &self.done)
-            .field("ending", &self.how)
+            .field("status", &flow.head.status)
+            .field("request_id", &flow.head.request_id)
+            .field("content_type", &flow.head.content_type)
+            .field("bytes", &flow.bytes)
+            .field("events", &flow.events)
+            .field("done", &flow.done)
+            .field("ending", &flow.ending)
             .finish()
     }
 }
 
-/// What a stream says of the answer's head, kept in fields of these names:
-/// written once for this stream and the blocking one, which keeps a copy
-/// while the stream itself is away on its runtime.
+/// What a stream says of the answer's head, kept in a [`StreamHead`] at the
+/// path given: written once for this stream and the blocking one, which
+/// keeps a copy while the stream itself is away on its runtime.
 macro_rules! head {
-    () => {
+    ($($path:ident).+) => {
         /// The HTTP status the engine answered, a `2xx`.
         pub fn status(&self) -> u16 {
-            self.status
+            self.$($path).+.status
         }
 
         /// The engine's id for the request, concealed and bounded, when it
         /// sent one.
         pub fn request_id(&self) -> Option<&str> {
-            self.request_id.as_deref()
+            self.$($path).+.request_id.as_deref()
         }
 
         /// The answer's `content-type`, concealed, when it sent one:
         /// `text/event-stream` for events, `application/x-ndjson` (or
         /// `application/jsonl`) for lines.
         pub fn content_type(&self) -> Option<&str> {
-            self.content_type.as_deref()
+            self.$($path).+.content_type.as_deref()
         }
     };
 }
@@ -179,55 +167,39 @@ impl AnswerStream {
         I: IntoIterator,
         I::Item: Into<String>,
     {
+        let head = StreamHead {
+            status,
+            request_id: None,
+            content_type: None,
+        };
         let chunks = chunks.into_iter().map(Into::into).collect();
-        AnswerStream::new(status, None, None, Source::Chunks(chunks), usize::MAX, None)
+        AnswerStream::new(Flow::new(head, Source::Chunks(chunks), usize::MAX, None))
     }
 
-    fn new(
-        status: u16,
-        request_id: Option<String>,
-        content_type: Option<String>,
-        source: Source,
-        cap: usize,
-        sent: Option<Sent>,
-    ) -> AnswerStream {
+    fn new(flow: Flow) -> AnswerStream {
         AnswerStream {
-            status,
-            request_id,
-            content_type,
-            source,
-            text: String::new(),
-            taken: 0,
-            lines: Lines::default(),
-            event: Gathered::default(),
-            pending: 0,
-            bom_checked: false,
-            ended: false,
-            done: false,
-            bytes: 0,
-            events: None,
-            cap,
-            expect_done: false,
-            how: None,
-            sent,
-            joining: channels::Joining::default(),
-            usage: Default::default(),
+            flow,
+            readers: Readers::default(),
         }
     }
 
-    /// The stream of a transport's send whose `2xx` head arrived.
-    pub(crate) fn opened(opened: Opened, timers: Timers, sent: Sent) -> AnswerStream {
-        let concealer = sent.transport.concealer().clone();
-        let cap = usize::try_from(sent.transport.max_answer_bytes()).unwrap_or(usize::MAX);
-        let wire = Wire::new(opened.body, concealer, timers);
-        AnswerStream::new(
-            opened.status,
-            opened.request_id,
-            opened.content_type,
-            Source::Wire(Box::new(wire)),
+    /// The stream of a transport's send whose `2xx` head arrived, its body
+    /// to come.
+    pub(crate) fn opened(
+        head: StreamHead,
+        body: Pieces,
+        timers: Timers,
+        ledger: Ledger,
+    ) -> AnswerStream {
+        let concealer = ledger.transport.concealer().clone();
+        let cap = usize::try_from(ledger.transport.max_answer_bytes()).unwrap_or(usize::MAX);
+        let body = EngineBody::new(body, concealer, timers);
+        AnswerStream::new(Flow::new(
+            head,
+            Source::Engine(Box::new(body)),
             cap,
-            Some(sent),
-        )
+            Some(ledger),
+        ))
     }
 
     /// The same stream, with `id` as the engine's id for the request, as a
@@ -241,7 +213,7 @@ impl AnswerStream {
     /// assert_eq!(stream.content_type(), Some("text/event-stream"));
     /// ```
     pub fn with_request_id(mut self, id: impl Into<String>) -> AnswerStream {
-        self.request_id = Some(id.into());
+        self.flow.head.request_id = Some(id.into());
         self
     }
 
@@ -249,17 +221,40 @@ impl AnswerStream {
     /// real stream has: for a fake's stream, so that a predictor that picks
     /// its reader by it can be tested.
     pub fn with_content_type(mut self, content_type: impl Into<String>) -> AnswerStream {
-        self.content_type = Some(content_type.into());
+        self.flow.head.content_type = Some(content_type.into());
         self
     }
 
-    /// The same stream, refusing a clean end without `[DONE]`.
-    pub(crate) fn expecting_done(mut self, expect: bool) -> AnswerStream {
-        self.expect_done = expect;
+    /// The same stream, refusing a body that ends without `[DONE]` as a
+    /// real stream of a call that asked for it
+    /// ([`Request::expect_done`](crate::Request::expect_done)) does: for a
+    /// fake's stream, so that a fake that writes
+    /// [`Transport::stream`](crate::Transport::stream) itself honours
+    /// [`Request::get_expect_done`](crate::Request::get_expect_done). The
+    /// refusal is `engine-unreachable`, after the events that came; a
+    /// stream read as chunks, which parses nothing, ends at the body
+    /// whatever is asked.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut stream = meterwire::AnswerStream::from_chunks(200, ["data: cut sho"]).expecting_done();
+    /// let refusal = stream.next_event().await.expect("the refusal").expect_err("no [DONE]");
+    /// assert!(refusal.reason().contains("ended without [DONE]"));
+    /// # }
+    /// ```
+    pub fn expecting_done(mut self) -> AnswerStream {
+        self.flow.expect_done = true;
         self
     }
 
-    head!();
+    /// The same stream, with what a fake's whole answer said it billed.
+    pub(crate) fn with_usage(mut self, usage: Option<Usage>) -> AnswerStream {
+        self.flow.usage = Streamed::given(usage);
+        self
+    }
+
+    head!(flow.head);
 
     /// How the stream ended, once a reader has had its last item and the
     /// stream ended cleanly: `[DONE]` arrived, the body ended at an event
@@ -267,7 +262,88 @@ impl AnswerStream {
     /// yielded. `None` before the end, after a refusal (which says why),
     /// and for a stream dropped before its end.
     pub fn ending(&self) -> Option<Ending> {
-        self.how
+        self.flow.ending
+    }
+
+    /// What the engine billed, as the stream's events and lines said it:
+    /// OpenAI's last chunk (with `stream_options.include_usage`), the
+    /// Responses API's `response.completed`, Anthropic's `message_start`
+    /// then each `message_delta` (cumulative), Gemini's `usageMetadata`,
+    /// Ollama's `done: true` line. The last figures win, count by count;
+    /// read it after the end. `None` when no event said, and for a stream
+    /// read with [`next_chunk`](Self::next_chunk), whose text is not read
+    /// as events.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut stream = meterwire::AnswerStream::from_chunks(200, [
+    ///     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n",
+    ///     "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n",
+    /// ]);
+    /// while let Some(event) = stream.next_event().await {
+    ///     event.expect("not a refusal");
+    /// }
+    /// let usage = stream.usage().expect("a usage");
+    /// assert_eq!((usage.input(), usage.output()), (Some(25), Some(15)));
+    /// # }
+    /// ```
+    pub fn usage(&self) -> Option<Usage> {
+        self.flow.usage.usage()
+    }
+
+    /// The next piece of generated text, concealed; `None` at the end.
+    ///
+    /// The stream is read as its `content-type` says: `text/event-stream`
+    /// as events, `application/x-ndjson` or `application/jsonl` as lines,
+    /// each read in the stream shapes of OpenAI chat
+    /// (`choices[i].delta`: `content`, `reasoning_content`,
+    /// `tool_calls[j].function.arguments`), the Responses API
+    /// (`response.output_text.delta`, `response.reasoning_text.delta`,
+    /// `response.reasoning_summary_text.delta`,
+    /// `response.function_call_arguments.delta`), Anthropic
+    /// (`content_block_delta`: `text_delta`, `thinking_delta`,
+    /// `input_json_delta`), Gemini (`candidates[i].content.parts[j]`:
+    /// `text`, `thought: true` for reasoning, `functionCall.args`) and
+    /// Ollama (`message.content`, `message.thinking`, `/api/generate`'s
+    /// `response` and `thinking`); anything else as chunks of text, each a
+    /// [`Part::Text`] delta of choice 0.
+    ///
+    /// Events that carry no text are read and dropped: their usage and
+    /// the stream's end count as for any reader ([`usage`](Self::usage),
+    /// [`ending`](Self::ending)), as does an error in one. The Responses
+    /// API's `.done` events, which repeat the whole text, yield nothing;
+    /// an event whose data is not JSON is one [`Part::Text`] delta of
+    /// choice 0; JSON of no known shape yields nothing. A delta whose text
+    /// is empty (sent so, or emptied by concealment) is not yielded.
+    ///
+    /// The text is concealed as the crate joins it: the deltas of a choice
+    /// and part, joined, hold no form of a secret an engine split across
+    /// events.
+    ///
+    /// ```
+    /// use meterwire::{AnswerStream, Part};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut stream = AnswerStream::from_chunks(200, [
+    ///     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n",
+    ///     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"lo\"}}\n\n",
+    ///     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    /// ])
+    /// .with_content_type("text/event-stream");
+    /// let mut text = String::new();
+    /// while let Some(delta) = stream.next_delta().await {
+    ///     let delta = delta.expect("not a refusal");
+    ///     if delta.part() == Part::Text {
+    ///         text.push_str(delta.text());
+    ///     }
+    /// }
+    /// assert_eq!(text, "Hello");
+    /// # }
+    /// ```
+    pub async fn next_delta(&mut self) -> Option<Result<Delta, Refusal>> {
+        poll_fn(|cx| self.poll_delta(cx)).await
     }
 
     /// The next text that arrived, concealed; `None` at the end. This is
@@ -282,216 +358,104 @@ impl AnswerStream {
         poll_fn(|cx| self.poll_chunk(cx)).await
     }
 
-    /// The next event as the parser dispatches it, before its channels
-    /// (`channels/`); `None` at the end, or at `[DONE]` (not yielded).
-    async fn read_event(&mut self) -> Option<Result<Event, Refusal>> {
-        self.events.get_or_insert(0);
-        if self.done {
-            return None;
-        }
+    /// The next server-sent event, concealed; `None` at the end, or at an
+    /// event whose data is `[DONE]`, which ends the stream cleanly and is
+    /// not yielded. An event the end of the body cuts off is not yielded
+    /// either, as the standard says; [`ending`](Self::ending) counts it.
+    ///
+    /// What a predictor joins is concealed as joined: each string of an
+    /// event's JSON data belongs to a *channel*, named by the event's type
+    /// and the string's path (an object with an integer `index` member is
+    /// named by it, as OpenAI's choices and tool calls and Anthropic's
+    /// content blocks need); data that is not a JSON object is one channel
+    /// per type. A form of a secret that a channel's strings spell across
+    /// events becomes one `[redacted]` in the first string it touched, the
+    /// others losing their part (re-escaped, still JSON); every other byte,
+    /// and each event's type and id, stay. An event is held back only
+    /// while one of its channels ends in what could still begin such a
+    /// form, until later bytes settle it or the stream ends (a refusal that
+    /// ends it comes after), never on a timer.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut stream = meterwire::AnswerStream::from_chunks(200, [
+    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\ndata: [DONE]\n\n",
+    /// ]);
+    /// let mut text = String::new();
+    /// while let Some(event) = stream.next_event().await {
+    ///     let data: serde_json::Value = serde_json::from_str(event.expect("not a refusal").data()).expect("JSON");
+    ///     text.push_str(data["choices"][0]["delta"]["content"].as_str().unwrap_or_default());
+    /// }
+    /// assert_eq!(text, "Hello");
+    /// # }
+    /// ```
+    pub async fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
+        poll_fn(|cx| {
+            let reader = self
+                .readers
+                .events
+                .get_or_insert_with(|| self.flow.reader());
+            self.flow.poll_joined(reader, cx)
+        })
+        .await
+    }
+
+    /// The next NDJSON line, concealed (blank lines skipped); `None` at the
+    /// end. A last line with no line break after it is complete at the end
+    /// of the body. A line `[DONE]` ends the stream cleanly and is not
+    /// yielded, as SSE's does. A line that is a JSON object with a
+    /// top-level `error` member
+    /// ends the stream with a refusal, as an SSE error does. What a
+    /// predictor joins across lines is concealed as joined, as
+    /// [`next_event`](Self::next_event) says (every line is of one type).
+    pub async fn next_line(&mut self) -> Option<Result<String, Refusal>> {
+        poll_fn(|cx| {
+            let reader = self.readers.lines.get_or_insert_with(|| self.flow.reader());
+            self.flow.poll_joined(reader, cx)
+        })
+        .await
+    }
+
+    /// Polls for the next delta: those read and not yet taken first, then
+    /// the deltas of the next frame of the stream's format.
+    fn poll_delta(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Delta, Refusal>>> {
         loop {
-            while let Some((line, used)) = self.take_line() {
-                if line.len() > self.cap {
-                    return Some(Err(self.over_cap("line")));
+            if let Some(delta) = self.readers.deltas.pop_front() {
+                return Poll::Ready(Some(Ok(delta)));
+            }
+            let readers = &mut self.readers;
+            let flow = &mut self.flow;
+            let read = match Format::of(flow.head.content_type.as_deref()) {
+                Format::Events => {
+                    let reader = readers.events.get_or_insert_with(|| flow.reader());
+                    ready!(flow.poll_joined(reader, cx)).map(|event| {
+                        event.map(|event| {
+                            Delta::read(event.kind(), event.data(), &mut readers.deltas)
+                        })
+                    })
                 }
-                if line.is_empty() {
-                    self.pending = 0;
-                    let Some(gathered) = self.event.dispatch() else {
-                        continue;
-                    };
-                    return self.dispatched(gathered);
+                Format::Lines => {
+                    let reader = readers.lines.get_or_insert_with(|| flow.reader());
+                    ready!(flow.poll_joined(reader, cx)).map(|line| {
+                        line.map(|line| Delta::read(line.kind(), line.data(), &mut readers.deltas))
+                    })
                 }
-                // A comment between events is no part of one.
-                if !(line.starts_with(':') && self.pending == 0) {
-                    self.pending = self.pending.saturating_add(used as u64);
-                }
-                self.event.field(&line);
-                if self.event.size() > self.cap {
-                    return Some(Err(self.over_cap("event")));
-                }
-            }
-            if self.rest() > self.cap {
-                return Some(Err(self.over_cap("line")));
-            }
-            if self.ended {
-                let cut = self.pending.saturating_add(self.rest() as u64);
-                return self.end(Ending::at_end(cut)).map(Err);
-            }
-            if let Err(refusal) = self.more().await? {
-                return Some(Err(refusal));
+                Format::Chunks => ready!(flow.poll_frame(&mut Chunks, cx))
+                    .map(|chunk| chunk.map(|chunk| readers.deltas.push_back(Delta::raw(chunk)))),
+            };
+            match read {
+                Some(Ok(())) => {}
+                Some(Err(refusal)) => return Poll::Ready(Some(Err(refusal))),
+                None => return Poll::Ready(None),
             }
         }
-    }
-
-    /// The next NDJSON line as it was read (blank lines skipped), before
-    /// its channels; `None` at the end. An `error` member is a refusal.
-    async fn read_line(&mut self) -> Option<Result<String, Refusal>> {
-        if self.done {
-            return None;
-        }
-        loop {
-            while let Some((line, _)) = self.take_line() {
-                if line.len() > self.cap {
-                    return Some(Err(self.over_cap("line")));
-                }
-                if let Some(line) = self.line_read(line) {
-                    return line;
-                }
-            }
-            if self.rest() > self.cap {
-                return Some(Err(self.over_cap("line")));
-            }
-            if self.ended {
-                let rest = self.text[self.taken..].to_owned();
-                self.taken = self.text.len();
-                if let Some(line) = self.line_read(rest) {
-                    return line;
-                }
-                return self.end(Ending::Body).map(Err);
-            }
-            if let Err(refusal) = self.more().await? {
-                return Some(Err(refusal));
-            }
-        }
-    }
-
-    /// What one complete NDJSON line comes to: nothing for a blank one,
-    /// the end at `[DONE]`, a refusal for an error, else the line.
-    fn line_read(&mut self, line: String) -> Option<Option<Result<String, Refusal>>> {
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            return None;
-        }
-        if trimmed == "[DONE]" {
-            return Some(self.end(Ending::Done).map(Err));
-        }
-        if let Some(refusal) = self.error_in(None, &line) {
-            return Some(Some(Err(refusal)));
-        }
-        Some(Some(Ok(line)))
-    }
-
-    /// Reads more of the body into `text`: `None` once the stream has
-    /// finished, `Some(Err)` for a refusal.
-    async fn more(&mut self) -> Option<Result<(), Refusal>> {
-        match poll_fn(|cx| self.poll_more(cx)).await {
-            More::Text => Some(Ok(())),
-            More::End if self.done => None,
-            More::End => {
-                self.ended = true;
-                Some(Ok(()))
-            }
-            More::Refused(refusal) => {
-                self.finish(Some(&refusal));
-                Some(Err(refusal))
-            }
-        }
-    }
-
-    /// The next complete line of released text, if one has arrived, and
-    /// the bytes it took. A byte-order mark that starts the stream is
-    /// dropped, as the standard says.
-    fn take_line(&mut self) -> Option<(String, usize)> {
-        if !self.bom_checked && !self.text.is_empty() {
-            self.bom_checked = true;
-            if self.text[self.taken..].starts_with('\u{feff}') {
-                self.taken += '\u{feff}'.len_utf8();
-            }
-        }
-        let (line, used) = self.lines.next(&self.text, &mut self.taken)?;
-        let line = line.to_owned();
-        // Text taken is dropped now and then: linear, and bounded by what
-        // is not yet read.
-        if self.taken > 4096 && self.taken * 2 > self.text.len() {
-            self.text.drain(..self.taken);
-            self.taken = 0;
-        }
-        Some((line, used))
-    }
-
-    /// The bytes of the line being read, which has not ended yet.
-    fn rest(&self) -> usize {
-        self.text.len() - self.taken
-    }
-
-    /// The concealer of an engine's stream (a fake's has none).
-    fn concealer(&self) -> Option<&Concealer> {
-        match &self.source {
-            Source::Wire(wire) => Some(&wire.concealer),
-            Source::Chunks(_) => None,
-        }
-    }
-
-    /// What a dispatched event comes to: yielded, the clean end at
-    /// `[DONE]` (`None`, the stream finished), or a refusal for an error.
-    fn dispatched(&mut self, gathered: Gathered) -> Option<Result<Event, Refusal>> {
-        // What the parser joined is concealed again: a form split over two
-        // `data:` lines is a form broken by one line break.
-        let data = match self.concealer() {
-            Some(concealer) => concealer.conceal(&gathered.data).into_owned(),
-            None => gathered.data,
-        };
-        if data.trim() == "[DONE]" {
-            return self.end(Ending::Done).map(Err);
-        }
-        if let Some(refusal) = self.error_in(gathered.event.as_deref(), &data) {
-            return Some(Err(refusal));
-        }
-        if let Some(events) = self.events.as_mut() {
-            *events = events.saturating_add(1);
-        }
-        Some(Ok(Event {
-            event: gathered.event,
-            data,
-            id: gathered.id,
-        }))
     }
 
     /// Polls for the next text a reader of chunks takes.
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<String, Refusal>>> {
-        loop {
-            if self.taken < self.text.len() {
-                let chunk = self.text[self.taken..].to_owned();
-                self.text.clear();
-                self.taken = 0;
-                return Poll::Ready(Some(Ok(chunk)));
-            }
-            if self.done {
-                return Poll::Ready(None);
-            }
-            if self.ended {
-                // Raw text has no `[DONE]` to look for: the end of the
-                // body is the end.
-                self.how = Some(Ending::Body);
-                self.finish(None);
-                return Poll::Ready(None);
-            }
-            match self.poll_more(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(More::Text) => {}
-                Poll::Ready(More::End) => self.ended = true,
-                Poll::Ready(More::Refused(refusal)) => {
-                    self.finish(Some(&refusal));
-                    return Poll::Ready(Some(Err(refusal)));
-                }
-            }
-        }
-    }
-}
-
-/// A stream its reader drops before the end counts as an answer: the
-/// engine answered, and the reader chose to stop.
-impl Drop for AnswerStream {
-    fn drop(&mut self) {
-        if let Some(sent) = self.sent.take() {
-            sent.record(
-                None,
-                self.status,
-                self.request_id.as_deref(),
-                self.bytes,
-                self.events,
-            );
-        }
+        self.flow.poll_frame(&mut Chunks, cx)
     }
 }
 

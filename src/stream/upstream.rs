@@ -1,14 +1,16 @@
 //! What a stream reports to, and when: its three timers, the transport it
 //! came from (as [`Upstream`], so that the stream needs nothing of the
-//! transport's own), and the [`Sent`] that meters and traces it once.
+//! transport's own), and the [`Ledger`] that meters and traces it once.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::StreamHead;
 use crate::conceal::Concealer;
 use crate::refusal::Refusal;
 use crate::refusal::site::Site;
+use crate::usage::Usage;
 
 /// A stream's three timers, as instants where they are fixed.
 #[derive(Clone, Copy, Debug)]
@@ -37,7 +39,7 @@ pub(crate) trait Upstream: Send + Sync {
     /// The stream ended in `refusal` after its head.
     fn streamed_refusal(&self, span: &tracing::Span, refusal: &Refusal, elapsed: Duration);
     /// The stream ended as an answer that said it billed `usage`.
-    fn billed(&self, span: &tracing::Span, usage: Option<crate::usage::Usage>);
+    fn billed(&self, span: &tracing::Span, usage: Option<Usage>);
     /// The stream ended as an answer.
     fn answered(
         &self,
@@ -49,10 +51,11 @@ pub(crate) trait Upstream: Send + Sync {
     );
 }
 
-/// The send a stream came from: how it is metered and traced when it
-/// ends, and what a refusal that ends it carries, as any refusal of a send
-/// does (the attempts, what each came to, the idempotency key).
-pub(crate) struct Sent {
+/// The send a stream came from, as its ledger: how it is metered and
+/// traced when it ends, and what a refusal that ends it carries, as any
+/// refusal of a send does (the attempts, what each came to, the
+/// idempotency key).
+pub(crate) struct Ledger {
     pub(crate) transport: Box<dyn Upstream>,
     pub(crate) site: Site,
     pub(crate) span: tracing::Span,
@@ -61,31 +64,45 @@ pub(crate) struct Sent {
     /// What each attempt before the one that opened the stream came to.
     pub(crate) history: Vec<String>,
     pub(crate) key: Option<String>,
-    /// What its events said was billed so far.
-    pub(crate) usage: Option<crate::usage::Usage>,
 }
 
-impl Sent {
-    pub(super) fn record(
-        self,
-        refusal: Option<&Refusal>,
-        status: u16,
-        request_id: Option<&str>,
-        bytes: u64,
-        events: Option<u64>,
-    ) {
+/// How far a stream got when it ended, for its ledger.
+pub(super) struct Tally<'a> {
+    pub(super) head: &'a StreamHead,
+    pub(super) bytes: u64,
+    pub(super) events: Option<u64>,
+    pub(super) usage: Option<Usage>,
+}
+
+impl Ledger {
+    /// The body's first byte arrived `at`.
+    pub(super) fn first_byte(&self, at: Instant) {
+        let after = at.saturating_duration_since(self.started);
+        self.transport.first_byte_after(after);
+        self.span
+            .record("first_byte_ms", crate::clock::millis(after));
+    }
+
+    /// The stream ended, in `refusal` or as an answer: metered and traced.
+    pub(super) fn record(self, refusal: Option<&Refusal>, tally: Tally<'_>) {
         let elapsed = self.started.elapsed();
         let span = &self.span;
-        span.record("bytes", bytes);
-        if let Some(events) = events {
+        span.record("bytes", tally.bytes);
+        if let Some(events) = tally.events {
             span.record("events", events);
         }
         match refusal {
             Some(refusal) => self.transport.streamed_refusal(span, refusal, elapsed),
             None => {
-                self.transport
-                    .answered(span, status, self.attempts, request_id, elapsed);
-                self.transport.billed(span, self.usage);
+                let head = tally.head;
+                self.transport.answered(
+                    span,
+                    head.status,
+                    self.attempts,
+                    head.request_id.as_deref(),
+                    elapsed,
+                );
+                self.transport.billed(span, tally.usage);
             }
         }
     }

@@ -3,13 +3,22 @@
 //! lines, and an error the engine sent inside it is a refusal, as it is
 //! from a stream, not an answer whose text happens to hold the error.
 
+use super::channels::Carrier;
 use super::ending::error_refusal;
-use super::sse::{Gathered, Lines};
+use super::framing::{Format, Framing, Ndjson, Sse};
 use crate::conceal::Concealer;
 use crate::refusal::failure::Answered;
 use crate::refusal::site::Site;
 use crate::refusal::{Refusal, history};
-use crate::transport::reply::Received;
+
+/// A whole answer as the transport read it: enough to find an error in it.
+pub(crate) struct WholeAnswer<'a> {
+    pub(crate) status: u16,
+    /// Its text, concealed.
+    pub(crate) text: &'a str,
+    pub(crate) content_type: Option<&'a str>,
+    pub(crate) request_id: Option<&'a str>,
+}
 
 /// The refusal of a whole answer whose `content-type` says it is a stream
 /// (a body sent with `"stream": true`) and one of whose events or lines is
@@ -17,26 +26,21 @@ use crate::transport::reply::Received;
 /// said. It carries what any refusal of a send does: the engine's id for
 /// the request, the attempts, what each came to, the key.
 pub(crate) fn error_in_answer(
-    received: &Received,
+    answer: WholeAnswer<'_>,
     site: &Site,
     attempts: u32,
     mut history: Vec<String>,
     key: Option<&str>,
 ) -> Option<Refusal> {
-    // The door kept every value as UTF-8 text.
-    let content_type = received
-        .headers
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|value| std::str::from_utf8(value.as_bytes()).ok());
     let refusal = error_in_text(
-        &received.text,
-        content_type,
+        answer.text,
+        answer.content_type,
         site,
         site.concealer(),
-        received.status,
+        answer.status,
     )?;
-    let refusal = match &received.request_id {
-        Some(id) => refusal.with_request_id(id.clone()),
+    let refusal = match answer.request_id {
+        Some(id) => refusal.with_request_id(id.to_owned()),
         None => refusal,
     };
     history.push("an error in the stream".to_owned());
@@ -59,60 +63,57 @@ fn error_in_text(
     concealer: &Concealer,
     status: u16,
 ) -> Option<Refusal> {
-    let media = content_type?.split(';').next().unwrap_or_default().trim();
-    let answered = |events: Option<u64>| Answered {
+    let answered = Answered {
         status,
         bytes: u64::try_from(text.len()).unwrap_or(u64::MAX),
-        events,
+        events: None,
     };
-    let mut lines = Lines::default();
+    match Format::of(content_type) {
+        Format::Events => first_error::<Sse>(text, site, concealer, answered),
+        Format::Lines => first_error::<Ndjson>(text, site, concealer, answered),
+        Format::Chunks => None,
+    }
+}
+
+/// The refusal of the first frame of `text` that is an error, read by
+/// framing `F` as a stream would read it, up to `[DONE]`.
+fn first_error<F: Framing>(
+    text: &str,
+    site: &Site,
+    concealer: &Concealer,
+    mut answered: Answered,
+) -> Option<Refusal> {
+    let mut framing = F::default();
     let mut at = 0;
-    // Compared without case, not folded: most answers are JSON, and a
-    // folded copy would be made for every one of them.
-    let is = |name: &str| media.eq_ignore_ascii_case(name);
-    if is("text/event-stream") {
-        let mut event = Gathered::default();
-        let mut events = 0u64;
-        while let Some((line, _)) = lines.next(text, &mut at) {
-            if !line.is_empty() {
-                event.field(line);
-                continue;
-            }
-            let Some(gathered) = event.dispatch() else {
-                continue;
-            };
-            let data = concealer.conceal(&gathered.data);
-            if data.trim() == "[DONE]" {
-                return None;
-            }
-            let refusal = error_refusal(
-                Some(site),
-                concealer,
-                answered(Some(events)),
-                gathered.event.as_deref(),
-                &data,
-            );
-            if refusal.is_some() {
-                return refusal;
-            }
-            events = events.saturating_add(1);
-        }
-        None
-    } else if is("application/x-ndjson") || is("application/jsonl") {
-        let read = |line: &str| {
-            (!line.trim().is_empty())
-                .then(|| error_refusal(Some(site), concealer, answered(None), None, line))
-                .flatten()
+    if F::EVENTS {
+        answered.events = Some(0);
+    }
+    loop {
+        let mut frame = match framing.next(text, &mut at, usize::MAX) {
+            Ok(Some(frame)) => frame,
+            Ok(None) | Err(_) => match framing.end(&text[at..]) {
+                (Some(frame), _) => {
+                    at = text.len();
+                    frame
+                }
+                (None, _) => return None,
+            },
         };
-        while let Some((line, _)) = lines.next(text, &mut at) {
-            if let Some(refusal) = read(line) {
-                return Some(refusal);
-            }
+        F::conceal_joined(&mut frame, concealer);
+        if frame.data().trim() == "[DONE]" {
+            return None;
         }
-        // The last line may end without a line break.
-        read(&text[at..])
-    } else {
-        None
+        let refusal = error_refusal(
+            Some(site),
+            concealer,
+            answered,
+            F::named(&frame),
+            frame.data(),
+        );
+        if refusal.is_some() {
+            return refusal;
+        }
+        answered.events = answered.events.map(|events| events.saturating_add(1));
     }
 }
 

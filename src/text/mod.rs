@@ -12,6 +12,10 @@ use std::borrow::Cow;
 /// decoders read: kept in one place for both.
 pub(crate) mod syntax;
 
+/// Text from bytes that arrive in pieces, a character cut between two
+/// pieces read as one.
+pub(crate) mod utf8;
+
 /// `text` cut to at most `max_chars` characters.
 pub(crate) fn bound(text: &str, max_chars: usize) -> &str {
     match text.char_indices().nth(max_chars) {

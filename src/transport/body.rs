@@ -11,11 +11,11 @@ use tokio::time::timeout_at;
 
 use super::deadline::Deadline;
 use super::incoming::Incoming;
-use super::utf8::Utf8Pieces;
 use crate::conceal::{Concealer, REDACTED};
 use crate::meter::Meter;
 use crate::refusal::evidence::words::DETAIL_READ_LIMIT;
 use crate::refusal::failure::Failure;
+use crate::text::utf8::Utf8Pieces;
 
 /// The most of an answer's text reserved before it arrives: a length the engine
 /// declares is a claim, and 256 sends each reserving a declared 32 MiB

@@ -43,7 +43,6 @@ pub(crate) mod reply;
 pub(crate) mod run;
 mod short;
 pub(crate) mod tls;
-pub(crate) mod utf8;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -162,9 +161,11 @@ pub trait Transport: Send + Sync {
             let request_id = answer.request_id().map(str::to_owned);
             let content_type = answer.header("content-type").map(str::to_owned);
             let usage = answer.usage();
-            let mut stream = AnswerStream::from_chunks(answer.status(), [answer.into_text()])
-                .expecting_done(expect_done)
-                .with_usage(usage);
+            let mut stream =
+                AnswerStream::from_chunks(answer.status(), [answer.into_text()]).with_usage(usage);
+            if expect_done {
+                stream = stream.expecting_done();
+            }
             if let Some(id) = request_id {
                 stream = stream.with_request_id(id);
             }

@@ -25,6 +25,7 @@ use crate::refusal::failure::{Answered, Failure, refusal_after_head, refusal_for
 use crate::refusal::site::Site;
 use crate::refusal::status::refusal_for_concealed_status;
 use crate::retry::Outcome;
+use crate::stream::Pieces;
 
 /// An answer as one attempt read it.
 pub(crate) struct Received {
@@ -76,11 +77,6 @@ pub(crate) struct Opened {
     pub(crate) fields: Fields,
     pub(crate) body: Pieces,
 }
-
-/// A body's pieces as they arrive: any `Incoming`'s, boxed, so the stream
-/// that reads them has one type whatever answered.
-pub(crate) type Pieces =
-    std::pin::Pin<Box<dyn futures_core::Stream<Item = Result<bytes::Bytes, Failure>> + Send>>;
 
 /// Where a reply is read: the site it answers for, and the transport's
 /// concealer, meter, cap and the send's deadline.

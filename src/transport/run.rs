@@ -26,7 +26,7 @@ use crate::refusal::kind::Kind;
 use crate::refusal::site::Site;
 use crate::refusal::{Refusal, held, history, render};
 use crate::retry::{self, Retry};
-use crate::stream::{AnswerStream, Sent, Timers, error_in_answer};
+use crate::stream::{AnswerStream, Ledger, StreamHead, Timers, WholeAnswer, error_in_answer};
 
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.
@@ -124,7 +124,17 @@ impl HttpTransport {
                 ..
             }) => {
                 let error = self.inner.target.as_ref().ok().and_then(|target| {
-                    error_in_answer(&received, &target.site, attempts, history, key.as_deref())
+                    let answer = WholeAnswer {
+                        status: received.status,
+                        text: &received.text,
+                        // The door kept every value as UTF-8 text.
+                        content_type: received
+                            .headers
+                            .get(reqwest::header::CONTENT_TYPE)
+                            .and_then(|value| std::str::from_utf8(value.as_bytes()).ok()),
+                        request_id: received.request_id.as_deref(),
+                    };
+                    error_in_answer(answer, &target.site, attempts, history, key.as_deref())
                 });
                 if let Some(refusal) = error {
                     self.refused(&span, &refusal, Reach::Wire, elapsed);
@@ -187,7 +197,7 @@ impl HttpTransport {
                     end: later(started, timers.stream.unwrap_or(self.inner.stream_deadline)),
                     end_ms: millis(timers.stream.unwrap_or(self.inner.stream_deadline)),
                 };
-                let sent = Sent {
+                let ledger = Ledger {
                     transport: Box::new(self.clone()),
                     site,
                     span,
@@ -195,9 +205,19 @@ impl HttpTransport {
                     attempts: got.attempts,
                     history: got.history,
                     key: got.key,
-                    usage: None,
                 };
-                Ok(AnswerStream::opened(got.got, timers, sent).expecting_done(expect_done))
+                let opened = got.got;
+                let head = StreamHead {
+                    status: opened.status,
+                    request_id: opened.request_id,
+                    content_type: opened.content_type,
+                };
+                let stream = AnswerStream::opened(head, opened.body, timers, ledger);
+                Ok(if expect_done {
+                    stream.expecting_done()
+                } else {
+                    stream
+                })
             }
             Err(refusal) => {
                 self.refused(&span, &refusal, reach, started.elapsed());

@@ -3,7 +3,6 @@
 
 use super::Usage;
 use super::read::{self, Raw};
-use crate::stream::{AnswerStream, Sent};
 
 /// The usage a stream has read so far.
 #[derive(Debug, Default)]
@@ -15,10 +14,18 @@ pub(crate) struct Streamed {
 }
 
 impl Streamed {
+    /// What a fake's whole answer said was billed, until an event says
+    /// otherwise.
+    pub(crate) fn given(usage: Option<Usage>) -> Streamed {
+        Streamed {
+            raw: None,
+            given: usage,
+        }
+    }
+
     /// Reads one event's data (or one NDJSON line, `event` none), already
-    /// concealed, when it can carry usage, and keeps the stream's ending
-    /// (which meters and traces it) up to date.
-    pub(crate) fn read(&mut self, event: Option<&str>, data: &str, ending: Option<&mut Sent>) {
+    /// concealed, when it can carry usage.
+    pub(crate) fn read(&mut self, event: Option<&str>, data: &str) {
         if !carries(event) {
             return;
         }
@@ -27,9 +34,6 @@ impl Streamed {
         };
         let merged = self.raw.unwrap_or_default().merged(raw);
         self.raw = Some(merged);
-        if let Some(ending) = ending {
-            ending.usage = self.usage();
-        }
     }
 
     /// What the events said, or else what a fake was given.
@@ -59,41 +63,6 @@ fn carries(event: Option<&str>) -> bool {
             Some(rest) => matches!(rest, "completed" | "incomplete" | "failed" | "done"),
             None => true,
         },
-    }
-}
-
-impl AnswerStream {
-    /// What the engine billed, as the stream's events and lines said it:
-    /// OpenAI's last chunk (with `stream_options.include_usage`), the
-    /// Responses API's `response.completed`, Anthropic's `message_start`
-    /// then each `message_delta` (cumulative), Gemini's `usageMetadata`,
-    /// Ollama's `done: true` line. The last figures win, count by count;
-    /// read it after the end. `None` when no event said, and for a stream
-    /// read with [`next_chunk`](Self::next_chunk), whose text is not read
-    /// as events.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let mut stream = meterwire::AnswerStream::from_chunks(200, [
-    ///     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n",
-    ///     "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n",
-    /// ]);
-    /// while let Some(event) = stream.next_event().await {
-    ///     event.expect("not a refusal");
-    /// }
-    /// let usage = stream.usage().expect("a usage");
-    /// assert_eq!((usage.input(), usage.output()), (Some(25), Some(15)));
-    /// # }
-    /// ```
-    pub fn usage(&self) -> Option<Usage> {
-        self.usage.usage()
-    }
-
-    /// The same stream, with what a fake's whole answer said it billed.
-    pub(crate) fn with_usage(mut self, usage: Option<Usage>) -> AnswerStream {
-        self.usage.given = usage;
-        self
     }
 }
 
@@ -131,12 +100,10 @@ mod tests {
         streamed.read(
             Some("message_start"),
             r#"{"message":{"usage":{"input_tokens":10,"cache_read_input_tokens":5,"output_tokens":1}}}"#,
-            None,
         );
         streamed.read(
             Some("message_delta"),
             r#"{"usage":{"input_tokens":null,"output_tokens":40}}"#,
-            None,
         );
         let usage = streamed.usage().expect("a usage");
         assert_eq!(usage.input(), Some(15));
@@ -147,13 +114,10 @@ mod tests {
     #[test]
     fn a_fakes_usage_stands_until_an_event_says_otherwise() {
         let given = Usage::new().with_input(1);
-        let mut streamed = Streamed {
-            given: Some(given),
-            ..Streamed::default()
-        };
-        streamed.read(None, r#"{"choices":[]}"#, None);
+        let mut streamed = Streamed::given(Some(given));
+        streamed.read(None, r#"{"choices":[]}"#);
         assert_eq!(streamed.usage(), Some(given));
-        streamed.read(None, r#"{"usage":{"prompt_tokens":7}}"#, None);
+        streamed.read(None, r#"{"usage":{"prompt_tokens":7}}"#);
         assert_eq!(streamed.usage().and_then(|u| u.input()), Some(7));
     }
 }

@@ -142,6 +142,50 @@ fn a_blocking_stream_is_an_iterator_of_events_lines_or_chunks() {
 }
 
 #[test]
+fn a_blocking_stream_yields_its_deltas_then_says_what_was_billed_and_how_it_ended() {
+    let (_runtime, server) = answering(
+        "text/event-stream",
+        concat!(
+            "event: message_start\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"content\":[],\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n",
+            "event: content_block_delta\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Hm.\"}}\n\n",
+            "event: content_block_delta\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"the cat\"}}\n\n",
+            "event: message_delta\n",
+            "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":15}}\n\n",
+            "event: message_stop\n",
+            "data: {\"type\":\"message_stop\"}\n\n",
+        ),
+    );
+    let transport = transport_for(&server);
+    let mut stream = transport.stream("{\"stream\":true}").expect("a 2xx head");
+    assert_eq!((stream.usage(), stream.ending()), (None, None));
+    let deltas: Vec<meterwire::Delta> = stream
+        .deltas()
+        .collect::<Result<_, _>>()
+        .expect("not refused");
+    let read: Vec<(meterwire::Part, &str)> = deltas
+        .iter()
+        .map(|delta| (delta.part(), delta.text()))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (meterwire::Part::Reasoning, "Hm."),
+            (meterwire::Part::Text, "the cat")
+        ]
+    );
+    assert_eq!(stream.ending(), Some(meterwire::Ending::Body));
+    let usage = stream.usage().expect("a usage");
+    assert_eq!((usage.input(), usage.output()), (Some(25), Some(15)));
+    assert!(stream.deltas().next().is_none(), "nothing after the end");
+    drop(stream);
+    let meter = transport.meter();
+    assert_eq!((meter.answers(), meter.answers_with_usage()), (1, 1));
+}
+
+#[test]
 fn a_blocking_stream_asked_for_done_is_refused_without_it() {
     let (_runtime, server) = answering("text/event-stream", "data: a\n\n");
     let transport = transport_for(&server);

@@ -327,7 +327,7 @@ fn the_streaming_example_stays_a_page() {
     let lines = source.lines().count();
     assert!(lines < 80, "examples/stream.rs is {lines} lines");
     assert!(source.contains("127.0.0.1"));
-    assert!(source.contains(".next_event()"));
+    assert!(source.contains(".next_delta()"));
 }
 
 #[test]

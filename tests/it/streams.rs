@@ -637,4 +637,5 @@ async fn a_refused_head_comes_before_any_piece() {
     assert_eq!(refusal.status(), Some(402));
 }
 
+mod deltas;
 mod endings;

@@ -83,6 +83,14 @@ impl Run {
         format!("{}\n{}", self.stdout, self.stderr)
     }
 
+    /// stdout as JSON lines, each one object.
+    fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
+            .collect()
+    }
+
     /// stdout as exactly one JSON document (`from_str` rejects anything
     /// after it but whitespace).
     fn json(&self) -> Value {
@@ -899,11 +907,7 @@ async fn stream_json_prints_one_object_per_event_then_the_end() {
     .await;
     let run = probe_at(&server, &["--stream", "--json", "--idle-ms", "5000"]).await;
     assert_eq!(run.status, 0, "{}", run.all());
-    let lines: Vec<Value> = run
-        .stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
-        .collect();
+    let lines = run.json_lines();
     assert_eq!(lines.len(), 3, "{}", run.stdout);
     assert_eq!(lines[0]["event"], "delta");
     assert_eq!(lines[0]["data"], "{\"delta\":\"the\"}");
@@ -989,6 +993,97 @@ async fn stream_prose_prints_each_piece_then_a_summary_and_a_refusal_exits_as_on
     let run = probe_at(&server, &["--stream", "--json"]).await;
     assert_eq!(run.status, 5, "{}", run.all());
     assert_eq!(run.json()["refusal"]["cause"], "engine-out-of-credit");
+}
+
+/// An Anthropic stream that thinks, answers in two deltas (`text`'s two
+/// halves) and calls a tool.
+fn anthropic_stream(one: &str, two: &str) -> String {
+    let delta = |index: u32, delta: String| {
+        format!(
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{delta}}}\n\n"
+        )
+    };
+    let quoted = |text: &str| serde_json::to_string(text).expect("a string");
+    [
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"content\":[],\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n".to_owned(),
+        delta(0, r#"{"type":"thinking_delta","thinking":"Let me see."}"#.to_owned()),
+        delta(1, format!(r#"{{"type":"text_delta","text":{}}}"#, quoted(one))),
+        delta(1, format!(r#"{{"type":"text_delta","text":{}}}"#, quoted(two))),
+        delta(2, r#"{"type":"input_json_delta","partial_json":"{\"city\": \"Paris\"}"}"#.to_owned()),
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n".to_owned(),
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n".to_owned(),
+    ]
+    .concat()
+}
+
+#[tokio::test]
+async fn stream_delta_prints_each_delta_as_a_json_line_then_the_end() {
+    let (head, tail) = TOKEN.split_at(TOKEN.len() / 2);
+    let body = anthropic_stream(&format!("Your key: {head}"), &format!("{tail}. Done."));
+    let server = engine(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")).await;
+    let run = probe_at(&server, &["--stream", "--delta", "--json"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 5, "{}", run.stdout);
+    assert_eq!(
+        lines[0]["delta"],
+        serde_json::json!({"choice": 0, "part": "reasoning", "text": "Let me see."})
+    );
+    assert!(lines[0]["atMs"].is_number());
+    assert_eq!(lines[1]["delta"]["part"], "text");
+    assert_eq!(lines[2]["delta"]["part"], "text");
+    let joined = format!(
+        "{}{}",
+        lines[1]["delta"]["text"].as_str().unwrap_or_default(),
+        lines[2]["delta"]["text"].as_str().unwrap_or_default()
+    );
+    assert!(joined.starts_with("Your key: [redacted]"), "{joined}");
+    assert!(joined.ends_with(". Done."), "{joined}");
+    assert_eq!(
+        lines[3]["delta"],
+        serde_json::json!({"choice": 0, "part": "toolArguments", "call": 2, "text": "{\"city\": \"Paris\"}"})
+    );
+    let end = &lines[4]["end"];
+    assert_eq!(end["status"], 200, "{end}");
+    assert_eq!(end["events"], 4, "the deltas printed: {end}");
+    assert_eq!(end["ended"], "body", "{end}");
+    assert!(end.get("unfinishedBytes").is_none(), "{end}");
+    assert_eq!(end["usage"]["input"], 25, "{end}");
+    assert_eq!(end["usage"]["output"], 15, "{end}");
+    assert_no_form(TOKEN, "--stream --delta --json", &run.all());
+
+    // Without --stream it is a bad command line.
+    let run = probe_at(&server, &["--delta"]).await;
+    assert_eq!(run.status, 2, "{}", run.all());
+}
+
+#[tokio::test]
+async fn stream_delta_prose_prints_the_text_each_part_after_its_label() {
+    let body = anthropic_stream("The cat", " sat.");
+    let server = engine(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")).await;
+    let run = probe_at(&server, &["--stream", "--delta"]).await;
+    assert_eq!(run.status, 0, "{}", run.all());
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        &lines[..3],
+        [
+            "reasoning  Let me see.",
+            "The cat sat.",
+            "tool call 2  {\"city\": \"Paris\"}"
+        ],
+        "{}",
+        run.stdout
+    );
+    assert!(
+        lines[3].starts_with("stream ended  HTTP 200, 4 pieces"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        lines[3].ends_with("at the end of the body, without [DONE]"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[tokio::test]

@@ -41,12 +41,10 @@ use std::ops::Range;
 
 use self::channel::{Channel, floor_boundary};
 use self::json_spans::strings;
-use super::{AnswerStream, Event, Source};
+use super::Event;
 use crate::conceal::joined::Beginnings;
 use crate::conceal::{Concealer, Known, REDACTED};
 use crate::refusal::Refusal;
-use crate::refusal::kind::Kind;
-use crate::refusal::stream::written;
 
 /// How many bytes of a pattern an end of a channel must match to hold its
 /// event. One byte would hold every event whose text ends in a pattern's
@@ -121,7 +119,7 @@ pub(crate) enum Exceeded {
 }
 
 impl Exceeded {
-    fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             Exceeded::Channels => {
                 format!("it opened more than {MAX_CHANNELS} channels (string paths per event type)")
@@ -134,13 +132,6 @@ impl Exceeded {
             ),
         }
     }
-}
-
-/// The readers' joiners, each made when its reader is first called.
-#[derive(Default)]
-pub(crate) struct Joining {
-    events: Option<Box<Joined<Event>>>,
-    lines: Option<Box<Joined<String>>>,
 }
 
 /// The events (or lines) of one stream on their way out: those held, those
@@ -489,114 +480,6 @@ impl State {
             }
             channel.blocking = blocking;
         }
-    }
-}
-
-impl AnswerStream {
-    /// The concealer a stream's channels are concealed with: a fake's
-    /// stream has none.
-    fn joining_concealer(source: &Source) -> Option<&Concealer> {
-        match source {
-            Source::Wire(wire) => Some(&wire.concealer),
-            Source::Chunks(_) => None,
-        }
-    }
-
-    /// The next server-sent event, concealed; `None` at the end, or at an
-    /// event whose data is `[DONE]`, which ends the stream cleanly and is
-    /// not yielded. An event the end of the body cuts off is not yielded
-    /// either, as the standard says; [`ending`](Self::ending) counts it.
-    ///
-    /// What a predictor joins is concealed as joined: each string of an
-    /// event's JSON data belongs to a *channel*, named by the event's type
-    /// and the string's path (an object with an integer `index` member is
-    /// named by it, as OpenAI's choices and tool calls and Anthropic's
-    /// content blocks need); data that is not a JSON object is one channel
-    /// per type. A form of a secret that a channel's strings spell across
-    /// events becomes one `[redacted]` in the first string it touched, the
-    /// others losing their part (re-escaped, still JSON); every other byte,
-    /// and each event's type and id, stay. An event is held back only
-    /// while one of its channels ends in what could still begin such a
-    /// form, until later bytes settle it or the stream ends (a refusal that
-    /// ends it comes after), never on a timer.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let mut stream = meterwire::AnswerStream::from_chunks(200, [
-    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
-    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\ndata: [DONE]\n\n",
-    /// ]);
-    /// let mut text = String::new();
-    /// while let Some(event) = stream.next_event().await {
-    ///     let data: serde_json::Value = serde_json::from_str(event.expect("not a refusal").data()).expect("JSON");
-    ///     text.push_str(data["choices"][0]["delta"]["content"].as_str().unwrap_or_default());
-    /// }
-    /// assert_eq!(text, "Hello");
-    /// # }
-    /// ```
-    pub async fn next_event(&mut self) -> Option<Result<Event, Refusal>> {
-        loop {
-            let source = &self.source;
-            let joined = self
-                .joining
-                .events
-                .get_or_insert_with(|| Box::new(Joined::new(Self::joining_concealer(source))));
-            if let Some(out) = joined.out() {
-                return out;
-            }
-            let read = self.read_event().await;
-            let joined = self.joining.events.as_deref_mut()?;
-            if let Err(exceeded) = joined.take(read) {
-                let refusal = self.joining_refusal(exceeded);
-                if let Some(joined) = self.joining.events.as_deref_mut() {
-                    joined.refused(refusal);
-                }
-            }
-        }
-    }
-
-    /// The next NDJSON line, concealed (blank lines skipped); `None` at the
-    /// end. A last line with no line break after it is complete at the end
-    /// of the body. A line `[DONE]` ends the stream cleanly and is not
-    /// yielded, as SSE's does. A line that is a JSON object with a
-    /// top-level `error` member
-    /// ends the stream with a refusal, as an SSE error does. What a
-    /// predictor joins across lines is concealed as joined, as
-    /// [`next_event`](Self::next_event) says (every line is of one type).
-    pub async fn next_line(&mut self) -> Option<Result<String, Refusal>> {
-        loop {
-            let source = &self.source;
-            let joined = self
-                .joining
-                .lines
-                .get_or_insert_with(|| Box::new(Joined::new(Self::joining_concealer(source))));
-            if let Some(out) = joined.out() {
-                return out;
-            }
-            let read = self.read_line().await;
-            let joined = self.joining.lines.as_deref_mut()?;
-            if let Err(exceeded) = joined.take(read) {
-                let refusal = self.joining_refusal(exceeded);
-                if let Some(joined) = self.joining.lines.as_deref_mut() {
-                    joined.refused(refusal);
-                }
-            }
-        }
-    }
-
-    /// The refusal of a stream past a bound of its channels, and the stream
-    /// finished.
-    fn joining_refusal(&mut self, exceeded: Exceeded) -> Refusal {
-        let answered = self.answered();
-        let kind = Kind::Unjoined {
-            answered,
-            why: exceeded.describe(),
-        };
-        let refusal = written(self.sent.as_ref().map(|sent| &sent.site), kind);
-        let refusal = self.carried(refusal, "a stream whose joined text could not be concealed");
-        self.finish(Some(&refusal));
-        refusal
     }
 }
 
