@@ -125,10 +125,6 @@ pub use self::raced::{Raced, token_file_raced};
 /// process's own, in a time of the read's own (a wait passes at once).
 mod raced;
 
-/// A shared hold's stored value as another process reads it back: the
-/// record's `(why, asked ms, asked at Unix ms)`, or `None` for a value it
-/// did not write; and what writing that record back stores.
-#[cfg(feature = "redis")]
 /// Every way an address or a proxy as the caller gave it is shown: its
 /// redacted text, and what parsing it as an engine's address shows (the
 /// address and host it names, or the error's redacted value and the scheme
@@ -154,7 +150,13 @@ pub fn shown_address(text: &str) -> Vec<String> {
     shown
 }
 
-pub fn shared_record(value: &[u8]) -> Option<((String, u128, u128), String)> {
+/// A shared hold's stored value as another process reads it back: the
+/// record's `(why, asked ms, asked at Unix ms, the field quoted)`, or
+/// `None` for a value it did not write; and what writing that record back
+/// stores.
+#[cfg(feature = "redis")]
+#[allow(clippy::type_complexity)]
+pub fn shared_record(value: &[u8]) -> Option<((String, u128, u128, Option<String>), String)> {
     crate::limits::shared::Record::decode_for_fuzzing(value)
 }
 

@@ -29,6 +29,11 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
         ),
         None => format!(", and {} of that window is left", seconds_phrase(left)),
     };
+    // A hold an answer's fields started quotes the field, and is checked.
+    let why = match &hold.field {
+        Some(field) => format!("{} ({field}), which a send checks once a minute", hold.why),
+        None => hold.why.clone(),
+    };
     let asked = match &hold.fleet {
         None => "the engine asked".to_owned(),
         Some(shared) => format!(
@@ -42,7 +47,7 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
                 "{}: the send was held, not sent: at {} {asked}, by {}, to wait {} before sending again{window}; the account billed through {} is held until then",
                 site.subject(),
                 http_date(hold.asked_at),
-                hold.why,
+                why,
                 seconds_phrase(hold.asked),
                 token.holding("the token")
             ),
@@ -92,17 +97,20 @@ pub(crate) fn spent(site: &Site, spent: &Spent, now: Instant) -> Refusal {
         Some(limit) => format!(" (of a limit of {limit})"),
         None => String::new(),
     };
+    let field = match &spent.field {
+        Some(field) => format!(" ({field})"),
+        None => String::new(),
+    };
     let said = match &spent.fleet {
         None => format!(
-            "at {} the engine's answer ({}) said {} {} were left{limit} until the window resets, and this transport has started {} since",
+            "at {} the engine's answer{field} said {} {} were left{limit} until the window resets, and this transport has started {} since",
             http_date(spent.said_at),
-            spent.header,
             spent.remaining,
             spent.what,
             spent.started
         ),
         Some(shared) => format!(
-            "the processes that share the account have started every send the engine's answers said was left of its {} window, as the shared budget on {shared} records it",
+            "the processes that share the account have started every send the engine's answers{field} said was left of its {} window, as the shared budget on {shared} records it",
             spent.what
         ),
     };

@@ -30,7 +30,7 @@ const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
 use crate::config::env::Env;
 use crate::config::naming::{Naming, NamingError};
 use crate::config::{self, InCode, InCodeToken};
-use crate::limits::{DEFAULT_MAX_HOLD, Limits};
+use crate::limits::{DEFAULT_MAX_HOLD, Limits, SCOUT_EVERY};
 use crate::meter::Meter;
 use crate::retry::RetryPolicy;
 
@@ -126,6 +126,9 @@ pub struct HttpTransportBuilder {
     respect_limits: bool,
     max_hold: Duration,
     latch: Option<Duration>,
+    /// How often a window an answer's fields closed lets a send through:
+    /// a minute, shortened by the crate's own tests only.
+    scout_every: Duration,
     #[cfg(feature = "redis")]
     shared_hold: SharedHoldConfig,
 }
@@ -309,6 +312,15 @@ impl HttpTransportBuilder {
     /// token read from a [`token_file`](Self::token_file) clears it.
     pub fn latch(mut self, duration: Duration) -> Self {
         self.latch = Some(duration).filter(|duration| !duration.is_zero());
+        self
+    }
+
+    /// How often a window an answer's fields closed lets a send through to
+    /// check them, in place of a minute: for the crate's tests, which
+    /// cannot wait minutes.
+    #[cfg(all(test, feature = "redis"))]
+    pub(crate) fn scout_every(mut self, every: Duration) -> Self {
+        self.scout_every = every;
         self
     }
 
@@ -517,7 +529,12 @@ impl HttpTransportBuilder {
         );
         let headers = header_map(&self.headers, &settled.concealer)
             .map_err(|problem| BuildError::Header(problem.describe()))?;
-        let limits = Limits::new(self.respect_limits, self.latch, self.max_hold);
+        let limits = Limits::new(
+            self.respect_limits,
+            self.latch,
+            self.max_hold,
+            self.scout_every,
+        );
         #[cfg(feature = "redis")]
         let limits = match self.shared_hold.url {
             None => limits,
@@ -544,9 +561,14 @@ impl HttpTransportBuilder {
                 let key =
                     shared_hold_key(self.shared_hold.key, &self.scope, &host, &settled.concealer)?;
                 let wait = self.shared_hold.wait.unwrap_or(DEFAULT_WAIT);
-                let shared =
-                    SharedHold::new(url.expose_secret(), key, wait, settled.concealer.clone())
-                        .map_err(|error| BuildError::SharedHold(error.to_string()))?;
+                let shared = SharedHold::new(
+                    url.expose_secret(),
+                    key,
+                    wait,
+                    self.scout_every,
+                    settled.concealer.clone(),
+                )
+                .map_err(|error| BuildError::SharedHold(error.to_string()))?;
                 limits.with_shared(shared)
             }
         };
@@ -641,6 +663,7 @@ impl HttpTransport {
             respect_limits: true,
             max_hold: DEFAULT_MAX_HOLD,
             latch: None,
+            scout_every: SCOUT_EVERY,
             #[cfg(feature = "redis")]
             shared_hold: SharedHoldConfig::default(),
         }

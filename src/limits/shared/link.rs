@@ -301,6 +301,7 @@ mod tests {
     use std::time::{Duration, Instant as Clock};
 
     use super::*;
+    use crate::limits::SCOUT_EVERY;
     use crate::limits::shared::LATE;
     use crate::limits::shared::server::{Redis, Silent, dead_port};
     use crate::limits::shared::tests::{TOKEN, WAIT, capture, concealer, hold_at, record};
@@ -350,8 +351,9 @@ mod tests {
     async fn what_a_warning_says_passes_through_the_concealer() {
         let url = format!("redis://127.0.0.1:{}/", dead_port());
         let key = format!("meterwire:hold:{TOKEN}");
-        let shared =
-            Arc::new(SharedHold::new(&url, key, WAIT, concealer()).expect("a shared hold"));
+        let shared = Arc::new(
+            SharedHold::new(&url, key, WAIT, SCOUT_EVERY, concealer()).expect("a shared hold"),
+        );
         let (events, _guard) = capture();
         assert_eq!(shared.check().await, None);
         let warnings = events.at(tracing::Level::WARN);

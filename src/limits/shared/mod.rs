@@ -20,6 +20,7 @@
 //! | the fleet's hold is in force, or its budget spent | 1: the ask; the send is held (or waits), nothing goes to the engine |
 //! | the engine's answer starts or lengthens a hold | 2: the ask, then [`SharedHold::extend`] (one `EVAL`, in the background) |
 //! | the first send into a window that just reset | 2: the ask, then its answer's figure written at once, in the background, for the members waiting on it |
+//! | the fleet's scout through a window an answer's fields closed | 2: the ask, then [`SharedHold::correct`] (two `EVAL`s pipelined, in the background): what its answer said replaces what the fields had said |
 //! | a process's first send | the connect (TCP, TLS for `rediss://`, one pipelined handshake) and the check, all within the wait; a connect not done by then goes on in the background, for at most 2 s |
 //! | Redis down, silent or refusing | none while backing off (1 s, doubling to 16 s): the shared hold is skipped without waiting; one send per back-off tries again, for at most the wait |
 //!
@@ -27,14 +28,19 @@
 //!
 //! One string under the key, `meterwire:hold:<scope>:<host:port>` by
 //! default ([`SharedHold::default_key`]): `v1|<asked_at, Unix ms>|<asked,
-//! ms>|<why>`, e.g. `v1|1764580000000|30000|HTTP 429`, expiring when the hold
-//! ends. Neither holds anything of the token: the key names the scope and
-//! the engine's host, the value what the engine asked. A value read back is
-//! parsed defensively (at most 256 bytes are read, every number is checked),
-//! and one this code did not write is ignored. Its `why` is text from
-//! outside the process (anyone who may write the key wrote it): at most 160
-//! printable ASCII characters, and quoted only where the concealer sees it.
-//! Every log line here passes through the transport's concealer too.
+//! ms>|<why>`, e.g. `v1|1764580000000|30000|HTTP 429`, for a hold a refusal
+//! asked for, and `v2|<asked_at>|<asked>|<why>|<field>` for one an answer's
+//! rate-limit fields started, quoting the field as the engine sent it
+//! (`x-ratelimit-reset-requests: 1796407068`); expiring when the hold ends.
+//! Neither holds anything of the token: the key names the scope and the
+//! engine's host, the value what the engine asked (its fields concealed at
+//! the door). A value read back is parsed defensively (at most 256 bytes
+//! are read, every number is checked, a field must name a known reset), and
+//! one this code did not write is ignored. Its `why` and field are text
+//! from outside the process (anyone who may write the key wrote them):
+//! printable ASCII, at most 160 and 100 characters, and quoted only where
+//! the concealer sees them. Every log line here passes through the
+//! transport's concealer too.
 //!
 //! # The fleet's budget
 //!
@@ -51,8 +57,25 @@
 //! engine said were left. The key outlives its window by [`GRACE`]: the
 //! first ask after the reset is let go alone ([`PROBE`] at most), and the
 //! others wait for what its answer says rather than all spend a small quota
-//! at once. An engine that sends no fields never writes the key, and the
-//! ask only reads the hold. Nothing of the token is in it.
+//! at once. `field` is the field the latest figure's reset was read from,
+//! for a held refusal to quote. An engine that sends no fields never writes
+//! the key, and the ask only reads the hold. Nothing of the token is in it.
+//!
+//! # The fleet's scout
+//!
+//! A window an answer's fields closed (a `v2` hold, or a spent budget) may
+//! be wrong: the answer was not refused, and its field may have been
+//! misread. So the fleet lets one send through it every minute, its
+//! **scout**, and what the scout's answer says replaces what the fields
+//! said, for every member: a wrong field holds a fleet a minute, not a day.
+//! A third key, `meterwire:scout:<scope>:<host:port>` (or the hold's key
+//! with `:scout` appended), holds when the next scout may go (Redis's
+//! milliseconds), and expires after two minutes or with the window,
+//! whichever is first. The ask takes it in the same script that reads the
+//! hold and takes from the budget, so two members never both scout; a
+//! member held by such a window asks the fleet before every send, so the
+//! first answer that says there is room reopens them all. A hold a refusal
+//! asked for (`v1`) is never scouted, nor lifted by a scout's answer.
 //!
 //! # A Redis that answers late
 //!
@@ -79,9 +102,10 @@
 //! # Where it is
 //!
 //! This file holds [`SharedHold`]: building it, its check and extend, and
-//! the one bounded exchange each makes. [`link`] holds its connection to
-//! Redis and what it knows of Redis's health; [`record`] the value stored
-//! under the key and how Redis's answers are read.
+//! the one bounded exchange each makes. [`ask`] holds the ask (its script,
+//! the budget, the scout) and a scout's correction; [`link`] its connection
+//! to Redis and what it knows of Redis's health; [`record`] the value
+//! stored under the key and how Redis's answers are read.
 
 mod ask;
 mod link;
@@ -104,7 +128,7 @@ use std::time::Duration;
 use redis::{Client, ConnectionAddr, Value};
 use tokio::time::{Instant, timeout_at};
 
-pub(crate) use self::ask::{Ask, Checked};
+pub(crate) use self::ask::{Act, Ask, Checked};
 use self::link::{Link, describe};
 use self::record::{Fault, MAX_PX, MAX_VALUE, read_extend};
 pub(crate) use self::record::{Fleet, Record, Shared};
@@ -133,7 +157,7 @@ pub(crate) const GRACE: Duration = Duration::from_secs(5);
 /// `KEYS[1]` ends no sooner than `ARGV[2]` ms from now, recording
 /// `ARGV[1]`: set only when the time left is shorter (or there is no key,
 /// `-2`, or a key that never expires, `-1`).
-const EXTEND: &str = "\
+pub(super) const EXTEND: &str = "\
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then \
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
 
@@ -156,6 +180,8 @@ pub(crate) struct SharedHold {
     /// The ask's script, its constants set.
     script: String,
     shown_budget_key: String,
+    /// The key of the lease the fleet's scout takes.
+    scout_key: String,
     link: Arc<Mutex<Link>>,
     /// An answer that came after its send stopped waiting, and when.
     late: Mutex<Option<(Instant, Checked)>>,
@@ -190,13 +216,15 @@ pub(crate) enum SharedHoldError {
 
 impl SharedHold {
     /// A shared hold in Redis at `url` (`redis://`, `rediss://`, a password
-    /// allowed) under `key`, each exchange bounded by `wait`, its log lines
-    /// passed through `concealer`. Nothing is connected until the first
-    /// check: building needs neither Redis nor a runtime.
+    /// allowed) under `key`, each exchange bounded by `wait`, a scout let
+    /// through a window an answer's fields closed every `scout_every`, its
+    /// log lines passed through `concealer`. Nothing is connected until the
+    /// first check: building needs neither Redis nor a runtime.
     pub(crate) fn new(
         url: &str,
         key: String,
         wait: Duration,
+        scout_every: Duration,
         concealer: Concealer,
     ) -> Result<SharedHold, SharedHoldError> {
         let parsed = url::Url::parse(url).map_err(|_| SharedHoldError::NotAUrl)?;
@@ -224,10 +252,11 @@ impl SharedHold {
             }
             _ => return Err(SharedHoldError::Scheme(parsed.scheme().to_owned())),
         };
-        let budget_key = match key.strip_prefix("meterwire:hold:") {
-            Some(rest) => format!("meterwire:budget:{rest}"),
-            None => format!("{key}:budget"),
+        let beside = |what: &str| match key.strip_prefix("meterwire:hold:") {
+            Some(rest) => format!("meterwire:{what}:{rest}"),
+            None => format!("{key}:{what}"),
         };
+        let (budget_key, scout_key) = (beside("budget"), beside("scout"));
         Ok(SharedHold {
             client,
             shown_key: concealer.conceal(&key).into_owned(),
@@ -236,10 +265,12 @@ impl SharedHold {
             concealer,
             key,
             budget_key,
+            scout_key,
             script: ask::ASK
                 .replace("@VALUE@", &(MAX_VALUE - 1).to_string())
                 .replace("@PROBE@", &millis(PROBE).to_string())
-                .replace("@GRACE@", &millis(GRACE).to_string()),
+                .replace("@GRACE@", &millis(GRACE).to_string())
+                .replace("@SCOUT@", &millis(scout_every).max(1).to_string()),
             wait,
             link: Arc::new(Mutex::new(Link::default())),
             late: Mutex::new(None),
@@ -288,11 +319,12 @@ impl SharedHold {
     /// Makes the fleet's hold end no sooner than `left` from now, recording
     /// `record`: the end only ever grows, and the record moves with it.
     /// Bounded by the same wait; a Redis that fails is warned about as in
-    /// [`SharedHold::check`], and nothing else comes of it.
-    pub(crate) async fn extend(&self, left: Duration, record: &Record) {
+    /// [`SharedHold::check`], and nothing else comes of it. Whether Redis
+    /// answered.
+    pub(crate) async fn extend(&self, left: Duration, record: &Record) -> bool {
         let ms = millis(left);
         if ms == 0 {
-            return;
+            return false;
         }
         let mut pipe = redis::pipe();
         pipe.cmd("EVAL")
@@ -302,7 +334,7 @@ impl SharedHold {
             .arg(record.encode())
             .arg(ms)
             .ignore_errors();
-        let _ = self.exchange(&pipe, read_extend).await;
+        self.exchange(&pipe, read_extend).await.is_some()
     }
 
     /// One pipelined request and its answer read by `read`, within
@@ -387,6 +419,9 @@ fn host_port(host: &str, port: u16) -> String {
 mod server;
 
 #[cfg(test)]
+mod scouts;
+
+#[cfg(test)]
 mod tests {
     //! Against a real `redis-server` on loopback (and a dead port), none of
     //! it mocked: `server` is the tests' Redis, which the integration
@@ -402,6 +437,7 @@ mod tests {
 
     use super::server::{Redis, dead_port};
     use super::*;
+    use crate::limits::SCOUT_EVERY;
     use crate::limits::hold::Hold;
     use crate::lock::Unpoisoned;
 
@@ -414,7 +450,7 @@ mod tests {
 
     pub(super) fn hold_at(url: &str) -> Arc<SharedHold> {
         let key = SharedHold::default_key("acme", "engine.example:443");
-        match SharedHold::new(url, key, WAIT, concealer()) {
+        match SharedHold::new(url, key, WAIT, SCOUT_EVERY, concealer()) {
             Ok(hold) => Arc::new(hold),
             Err(error) => panic!("{url} should make a shared hold: {error}"),
         }
@@ -425,7 +461,14 @@ mod tests {
     pub(super) fn patient_at(url: &str) -> Arc<SharedHold> {
         let key = SharedHold::default_key("acme", "engine.example:443");
         let wait = Duration::from_secs(2);
-        Arc::new(SharedHold::new(url, key, wait, concealer()).expect("a shared hold"))
+        Arc::new(SharedHold::new(url, key, wait, SCOUT_EVERY, concealer()).expect("a shared hold"))
+    }
+
+    /// A shared hold as [`patient_at`] makes it, its scouts `every` apart.
+    pub(super) fn scouting_at(url: &str, every: Duration) -> Arc<SharedHold> {
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        let wait = Duration::from_secs(2);
+        Arc::new(SharedHold::new(url, key, wait, every, concealer()).expect("a shared hold"))
     }
 
     pub(super) fn record(why: &str, asked: Duration) -> Record {
@@ -434,6 +477,7 @@ mod tests {
             asked,
             // Stored to the millisecond.
             asked_at: UNIX_EPOCH + Duration::from_millis(1_764_580_000_123),
+            field: None,
         }
     }
 
@@ -576,7 +620,8 @@ mod tests {
     async fn the_keys_hold_nothing_of_the_token() {
         let redis = Redis::with_password("a-redis-password");
         let key = SharedHold::default_key("acme", "engine.example:443");
-        let shared = SharedHold::new(&redis.url(), key, WAIT, concealer()).expect("a shared hold");
+        let shared = SharedHold::new(&redis.url(), key, WAIT, SCOUT_EVERY, concealer())
+            .expect("a shared hold");
         let shared = Arc::new(shared);
         let hold = Hold {
             until: Instant::now() + Duration::from_secs(30),
@@ -584,7 +629,10 @@ mod tests {
             asked: Duration::from_secs(30),
             ceiling: None,
             why: "HTTP 429".to_owned(),
+            field: None,
             fleet: None,
+            learned: Instant::now(),
+            written: false,
         };
         shared
             .extend(Duration::from_secs(30), &Record::of(&hold))
@@ -659,7 +707,7 @@ mod tests {
             ),
         ];
         for (url, expected) in cases {
-            let error = SharedHold::new(url, key(), WAIT, concealer()).expect_err(url);
+            let error = SharedHold::new(url, key(), WAIT, SCOUT_EVERY, concealer()).expect_err(url);
             assert_eq!(error, expected, "{url}");
             assert!(!error.to_string().contains("hunter2"), "{error}");
             assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
@@ -667,11 +715,11 @@ mod tests {
         let url = "redis://127.0.0.1/";
         for bad in [String::new(), "k".repeat(257), "a\nb".to_owned()] {
             assert!(matches!(
-                SharedHold::new(url, bad, WAIT, concealer()),
+                SharedHold::new(url, bad, WAIT, SCOUT_EVERY, concealer()),
                 Err(SharedHoldError::Key(_))
             ));
         }
-        let zero = SharedHold::new(url, key(), Duration::ZERO, concealer());
+        let zero = SharedHold::new(url, key(), Duration::ZERO, SCOUT_EVERY, concealer());
         assert_eq!(zero.err(), Some(SharedHoldError::Wait));
     }
 

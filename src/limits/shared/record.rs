@@ -1,6 +1,8 @@
 //! The fleet's hold as Redis keeps it and answers it: the [`Record`]
-//! stored under the key (`v1|<asked_at, Unix ms>|<asked, ms>|<why>`, written
-//! with every number saturated and read back defensively), the [`Shared`]
+//! stored under the key (`v1|<asked_at, Unix ms>|<asked, ms>|<why>` for a
+//! hold a refusal asked for, `v2|<asked_at>|<asked>|<why>|<field>` for one
+//! an answer's fields started, quoting the field; written with every number
+//! saturated and read back defensively), the [`Shared`]
 //! hold a check finds, and how the answers to a check's `PTTL` and
 //! `GETRANGE` and to an extend's `EVAL` are read: into what a check
 //! [`Found`], or the [`Fault`] an exchange with Redis came to instead.
@@ -12,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::clock::millis;
 use crate::limits::hold::Hold;
+use crate::refusal::evidence::retry::Quoted;
 
 /// The most of a value that is read back (`GETRANGE 0 255`): a key someone
 /// filled with megabytes costs no more than this.
@@ -26,8 +29,13 @@ pub(super) const MAX_PX: u64 = 30 * 365 * 24 * 3600 * 1000;
 /// What is stored when a hold's `why` is not one this format can carry.
 const FALLBACK_WHY: &str = "the engine's limits";
 
-/// The version tag that opens every value.
+/// The version tag that opens the value of a hold a refusal asked for.
 const FORMAT: &str = "v1";
+
+/// The version tag that opens the value of a hold an answer's fields
+/// started: a scout may go through it. A process that reads only `v1`
+/// ignores it, and keeps to its own hold.
+const SAID: &str = "v2";
 
 /// What the process that set a fleet's hold recorded of it: what the
 /// engine asked, and nothing of the token.
@@ -39,6 +47,8 @@ pub(crate) struct Record {
     pub(crate) asked: Duration,
     /// When it asked, by the wall clock, to the millisecond.
     pub(crate) asked_at: SystemTime,
+    /// The field an answer said it in, as sent (see [`Hold::field`]).
+    pub(crate) field: Option<Quoted>,
 }
 
 /// The fleet's hold in force: how long is left, as Redis counts it, and
@@ -68,19 +78,25 @@ pub(super) enum Fault {
 }
 
 /// What the fleet's budget said to an ask.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Fleet {
     /// No budget: the engine sends no fields, or the window is long past.
     Open,
     /// One was taken for this send; `left` is left for `reset`.
     Took { left: u64, reset: Duration },
-    /// Nothing is left for `reset`.
-    Spent { reset: Duration },
+    /// Nothing is left for `reset`, as `field` said.
+    Spent {
+        reset: Duration,
+        field: Option<Quoted>,
+    },
     /// The window just reset, and this send goes first into it.
     Probe,
     /// The window just reset, and another send went first into it: its
     /// answer is due within `reset`.
     Probing { reset: Duration },
+    /// A window an answer's fields closed, and this send goes through it
+    /// as the fleet's scout.
+    Scout,
 }
 
 /// What a check found under the key.
@@ -98,26 +114,38 @@ impl Record {
             why: hold.why.clone(),
             asked: hold.asked,
             asked_at: hold.asked_at,
+            field: hold.field.clone(),
         }
     }
 
-    /// `v1|<asked_at ms>|<asked ms>|<why>`, every number saturated, a `why`
-    /// the format cannot carry replaced.
+    /// `v1|<asked_at ms>|<asked ms>|<why>`, or `v2|…|<why>|<field>` when
+    /// an answer's fields started it; every number saturated, a `why` the
+    /// format cannot carry replaced, and the field's value cut so that the
+    /// whole is read back (shorter than [`MAX_VALUE`]).
     pub(super) fn encode(&self) -> String {
         let at = self.asked_at.duration_since(UNIX_EPOCH).map_or(0, millis);
         let asked = millis(self.asked);
-        let why = if why_fits(&self.why) {
+        let fits = why_fits(&self.why) && !(self.field.is_some() && self.why.contains('|'));
+        let why = if fits {
             self.why.as_str()
         } else {
             FALLBACK_WHY
         };
-        format!("{FORMAT}|{at}|{asked}|{why}")
+        let Some(field) = &self.field else {
+            return format!("{FORMAT}|{at}|{asked}|{why}");
+        };
+        let head = format!("{SAID}|{at}|{asked}|{why}|{}: ", field.name);
+        let room = (MAX_VALUE - 1).saturating_sub(head.len());
+        format!("{head}{}", ascii_within(&field.value(), room))
     }
 
     /// What [`crate::fuzzing::shared_record`] shows of a decoded value,
     /// and the value its record encodes to.
     #[cfg(fuzzing)]
-    pub(crate) fn decode_for_fuzzing(value: &[u8]) -> Option<((String, u128, u128), String)> {
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn decode_for_fuzzing(
+        value: &[u8],
+    ) -> Option<((String, u128, u128, Option<String>), String)> {
         let record = Record::decode(value)?;
         let at = record
             .asked_at
@@ -125,7 +153,8 @@ impl Record {
             .map_or(0, |since| since.as_millis());
         // As a held refusal says it: a date no HTTP date names included.
         let _ = crate::clock::http_date(record.asked_at);
-        let shown = (record.why.clone(), record.asked.as_millis(), at);
+        let field = record.field.as_ref().map(ToString::to_string);
+        let shown = (record.why.clone(), record.asked.as_millis(), at, field);
         Some((shown, record.encode()))
     }
 
@@ -133,21 +162,33 @@ impl Record {
     /// write: another version, a number that does not fit, a `why` too long
     /// or with control characters.
     fn decode(value: &[u8]) -> Option<Record> {
-        let value = std::str::from_utf8(value).ok()?;
-        let mut fields = value.splitn(4, '|');
-        if fields.next()? != FORMAT {
+        // A value as long as what is read may have been cut.
+        if value.len() >= MAX_VALUE {
             return None;
         }
-        let at = read_millis(fields.next()?)?;
-        let asked = read_millis(fields.next()?)?;
-        let why = fields.next()?;
+        let value = std::str::from_utf8(value).ok()?;
+        let (said, rest) = match value.split_once('|')? {
+            (FORMAT, rest) => (false, rest),
+            (SAID, rest) => (true, rest),
+            _ => return None,
+        };
+        let mut parts = rest.splitn(if said { 4 } else { 3 }, '|');
+        let at = read_millis(parts.next()?)?;
+        let asked = read_millis(parts.next()?)?;
+        let why = parts.next()?;
         if !why_fits(why) {
             return None;
         }
+        let field = match parts.next() {
+            Some(field) => Some(Quoted::parse(field)?),
+            None if said => return None,
+            None => None,
+        };
         Some(Record {
             why: why.to_owned(),
             asked: Duration::from_millis(asked),
             asked_at: UNIX_EPOCH.checked_add(Duration::from_millis(at))?,
+            field,
         })
     }
 }
@@ -167,10 +208,31 @@ impl Shared {
             record.why.clone(),
         );
         Hold {
+            field: record.field.clone(),
             fleet: Some(from),
             ..hold
         }
     }
+}
+
+/// A quoted field as the fleet's budget stores it: printable ASCII, its
+/// value cut to [`MAX_QUOTED`](crate::refusal::evidence::retry::MAX_QUOTED)
+/// characters (read back with [`Quoted::parse`]).
+pub(super) fn storable(field: &Quoted) -> String {
+    format!(
+        "{}: {}",
+        field.name,
+        ascii_within(&field.value(), crate::refusal::evidence::retry::MAX_QUOTED)
+    )
+}
+
+/// `text` with every character that is not printable ASCII as `?`, cut to
+/// `room` bytes.
+fn ascii_within(text: &str, room: usize) -> String {
+    text.chars()
+        .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
+        .take(room)
+        .collect()
 }
 
 /// What a check's `PTTL` and `GETRANGE` answered.
@@ -224,7 +286,7 @@ pub(super) fn read_ask(answer: Value) -> Result<(Found, Fleet), Fault> {
         [Value::ServerError(error)] => return Err(Fault::Refused(error_code(error.code()))),
         _ => return Err(Fault::Garbage),
     };
-    let [ttl, value, code, left, ms] = items.as_slice() else {
+    let [ttl, value, code, left, ms, field] = items.as_slice() else {
         return Err(Fault::Garbage);
     };
     let found = read_check(Value::Array(vec![ttl.clone(), value.clone()]))?;
@@ -239,9 +301,16 @@ pub(super) fn read_ask(answer: Value) -> Result<(Found, Fleet), Fault> {
             left: number(left)?,
             reset,
         },
-        2 => Fleet::Spent { reset },
+        2 => Fleet::Spent {
+            reset,
+            field: match field {
+                Value::BulkString(bytes) => std::str::from_utf8(bytes).ok().and_then(Quoted::parse),
+                _ => None,
+            },
+        },
         3 => Fleet::Probe,
         4 => Fleet::Probing { reset },
+        5 => Fleet::Scout,
         _ => return Err(Fault::Garbage),
     };
     Ok((found, budget))
@@ -335,6 +404,55 @@ mod tests {
         // The furthest instant a u64 of ms names still fits a SystemTime.
         let far = format!("v1|{}|2|HTTP 429", u64::MAX);
         assert!(Record::decode(far.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn a_hold_an_answers_fields_started_reads_back_with_its_field() {
+        let value = reqwest::header::HeaderValue::from_static("1796407068");
+        let field = Quoted::new("x-ratelimit-reset-requests", value);
+        let said = Record {
+            field: Some(field.clone()),
+            ..record(
+                "the rate-limit fields of an answer",
+                Duration::from_secs(600),
+            )
+        };
+        let encoded = said.encode();
+        assert!(encoded.starts_with("v2|"), "{encoded}");
+        assert!(
+            encoded.ends_with(
+                "|the rate-limit fields of an answer|x-ratelimit-reset-requests: 1796407068"
+            ),
+            "{encoded}"
+        );
+        assert_eq!(Record::decode(encoded.as_bytes()), Some(said.clone()));
+        // A long field is cut so that the whole is read back; a `why` with
+        // the separator is replaced.
+        let long = reqwest::header::HeaderValue::from_str(&"7".repeat(300)).expect("a value");
+        let cut = Record {
+            field: Some(Quoted::new("ratelimit", long)),
+            why: "w|".repeat(80),
+            ..said.clone()
+        };
+        let encoded = cut.encode();
+        assert!(encoded.len() < MAX_VALUE, "{}", encoded.len());
+        let back = Record::decode(encoded.as_bytes()).expect("a record");
+        assert_eq!(back.why, FALLBACK_WHY);
+        let shown = back.field.expect("a field").to_string();
+        assert!(
+            shown.starts_with("ratelimit: 777") && shown.ends_with("..."),
+            "{shown}"
+        );
+        for garbage in [
+            "v2|1|2|why",
+            "v2|1|2|why|x-unknown: 5",
+            "v2|1|2|why|ratelimit:5",
+            "v2|1|2|why|ratelimit: \u{1b}[2J",
+        ] {
+            assert_eq!(Record::decode(garbage.as_bytes()), None, "{garbage:?}");
+        }
+        let too_long = format!("v1|1|2|{}", "w".repeat(MAX_VALUE));
+        assert_eq!(Record::decode(too_long.as_bytes()), None);
     }
 
     #[test]

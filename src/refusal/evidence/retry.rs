@@ -20,9 +20,12 @@ use super::header_text;
 
 mod fields;
 
+#[cfg(feature = "redis")]
+pub(crate) use self::fields::MAX_QUOTED;
 #[cfg(fuzzing)]
 pub(crate) use self::fields::rfc3339;
-pub(crate) use self::fields::{Fields, Left};
+pub(crate) use self::fields::{Fields, Left, Quoted};
+use self::fields::{Written, reset};
 
 /// A wait the engine asked for, with the header it came from and that
 /// header's value as sent (already concealed at the door), so a reason can
@@ -74,8 +77,11 @@ pub(crate) fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_
     if let Some(hint) = exhausted_hint(headers, now) {
         return Some(hint);
     }
+    // The bare resets are read as the rate-limit fields read them (a Unix
+    // time above 10^9).
+    let reset = |text| reset(text, Written::GoDuration, now);
     if let Some(value) = header_text(headers, "ratelimit")
-        && let Some(delay) = ratelimit_param(value, "t").and_then(parse_seconds)
+        && let Some(delay) = ratelimit_param(value, "t").and_then(reset)
     {
         return Some(Hint {
             delay,
@@ -83,7 +89,12 @@ pub(crate) fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_
             value,
         });
     }
-    hint("ratelimit-reset", parse_seconds)
+    let value = header_text(headers, "ratelimit-reset")?;
+    reset(value).map(|delay| Hint {
+        delay,
+        header: "ratelimit-reset",
+        value,
+    })
 }
 
 /// How long an answer's rate-limit fields say to wait because nothing is
@@ -95,8 +106,8 @@ fn exhausted_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_>> {
     let left = Fields::read(headers, now).exhausted?;
     Some(Hint {
         delay: left.reset,
-        header: left.header,
-        value: header_text(headers, left.header)?,
+        header: left.field.name,
+        value: header_text(headers, left.field.name)?,
     })
 }
 
@@ -248,8 +259,12 @@ mod tests {
         assert_eq!(parse_millis(&huge), Some(Duration::MAX));
         assert_eq!(duration(&format!("{huge}h")), Some(Duration::MAX));
         assert_eq!(duration(&format!("{huge}h{huge}m")), Some(Duration::MAX));
+        // A bare number past 10^12 is a Unix time in milliseconds, and
+        // one past what a u64 holds the furthest of them: half a billion
+        // years off, which the limits cut to their ceiling.
         let h = headers(&[("ratelimit", "\"d\";r=0;t=99999999999999999999")]);
-        assert_eq!(exhausted(&h), Some(Duration::from_secs(u64::MAX)));
+        let far = Duration::from_millis(u64::MAX).saturating_sub(Duration::from_secs(1 << 40));
+        assert!(exhausted(&h).is_some_and(|reset| reset > far));
     }
 
     #[test]

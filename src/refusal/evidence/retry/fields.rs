@@ -9,7 +9,14 @@
 //! | the older IETF draft | `ratelimit-remaining` | `ratelimit-reset`, seconds |
 //! | OpenAI | `x-ratelimit-remaining-{requests,tokens}` | `x-ratelimit-reset-…`, `1.2s`, `6m0s`, `120ms` |
 //! | Anthropic | `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-remaining` | `…-reset`, an RFC 3339 time |
-//! | the common convention | `x-ratelimit-remaining` | `x-ratelimit-reset`, seconds, or a Unix time above 10^9 |
+//! | the common convention | `x-ratelimit-remaining` | `x-ratelimit-reset`, seconds |
+//!
+//! In every dialect a reset that is a bare number (no unit) is read the
+//! same way, as engines write it rather than as the dialect's document
+//! says: above 10^9 it is a Unix time in seconds, above 10^12 in
+//! milliseconds, and below, seconds. An engine that wrote
+//! `x-ratelimit-reset-requests: 1796407068` (a Unix time) was once read as
+//! asking for 57 years, and held a fleet for the longest hold there is.
 //!
 //! Every value is read from the door's concealed header text. A figure is
 //! 1 to 20 ASCII digits that fit a `u64`, or it is ignored (a negative,
@@ -18,12 +25,14 @@
 //! cut it to their ceiling. Nothing here panics, and the work is bounded
 //! by the headers' own size.
 
+use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderValue};
 
 use super::super::header_text;
 use super::{duration, ratelimit_param};
+use crate::text::{bound_whole, tame};
 
 /// One window an answer named: what is left of which limit, and until
 /// when.
@@ -38,8 +47,62 @@ pub(crate) struct Left {
     pub(crate) limit: Option<u64>,
     /// How long until the window resets, from when the answer was read.
     pub(crate) reset: Duration,
-    /// The header the reset came from (its value is quoted from there).
-    pub(crate) header: &'static str,
+    /// The field the reset was read from, as sent.
+    pub(crate) field: Quoted,
+}
+
+/// A rate-limit field as the engine sent it (its value concealed at the
+/// door), for a held refusal to quote: `x-ratelimit-reset-requests:
+/// 1796407068`. An operator who reads what the transport made of a field
+/// can tell a misread one from an engine that asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Quoted {
+    /// The field's name, one of the dialects' own.
+    pub(crate) name: &'static str,
+    /// Its value; cloning it shares the bytes the answer came with.
+    value: HeaderValue,
+}
+
+/// The most of a field's value a quote shows.
+pub(crate) const MAX_QUOTED: usize = 100;
+
+impl Quoted {
+    pub(crate) fn new(name: &'static str, value: HeaderValue) -> Quoted {
+        Quoted { name, value }
+    }
+
+    /// A quote as [`Quoted`]'s `Display` writes it (`name: value`), read
+    /// back from where another process stored it: the name must be one of
+    /// the dialects' resets, the value at most [`MAX_QUOTED`] characters of
+    /// printable ASCII.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn parse(text: &str) -> Option<Quoted> {
+        let (name, value) = text.split_once(": ")?;
+        let name = RESETS.into_iter().find(|known| *known == name)?;
+        let printable = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+        if value.trim().is_empty() || value.len() > MAX_QUOTED || !printable {
+            return None;
+        }
+        Some(Quoted::new(name, HeaderValue::from_str(value).ok()?))
+    }
+
+    /// The value as a reason shows it: control characters tamed, at most
+    /// [`MAX_QUOTED`] characters, the last three `...` where it was cut (so
+    /// that a value shown once shows the same again).
+    pub(crate) fn value(&self) -> String {
+        let text = String::from_utf8_lossy(self.value.as_bytes());
+        let text = tame(&text);
+        if text.chars().count() <= MAX_QUOTED {
+            return text.into_owned();
+        }
+        format!("{}...", bound_whole(&text, MAX_QUOTED - 3))
+    }
+}
+
+impl fmt::Display for Quoted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.name, self.value())
+    }
 }
 
 /// What an answer's rate-limit fields said.
@@ -57,8 +120,22 @@ pub(crate) struct Fields {
 /// costs no more than this.
 const MAX_ITEMS: usize = 16;
 
-/// Above this, `X-RateLimit-Reset` is a Unix time, not seconds.
-const UNIX_TIME_FROM: u64 = 1_000_000_000;
+/// Above this, a bare reset is a Unix time in seconds, not seconds.
+const UNIX_SECONDS_FROM: u64 = 1_000_000_000;
+
+/// Above this, a bare reset is a Unix time in milliseconds.
+const UNIX_MILLIS_FROM: u64 = 1_000_000_000_000;
+
+/// How a dialect writes a reset when it is not a bare number.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Written {
+    /// Only bare numbers.
+    Bare,
+    /// A Go duration (`1s`, `6m0s`, `120ms`), as OpenAI writes it.
+    GoDuration,
+    /// An RFC 3339 time, as Anthropic writes it.
+    Rfc3339,
+}
 
 const OPENAI: [(&str, &str, &str, &str); 2] = [
     (
@@ -102,6 +179,20 @@ const ANTHROPIC: [(&str, &str, &str, &str); 4] = [
     ),
 ];
 
+/// Every field a reset is read from, as a quote names it.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+const RESETS: [&str; 9] = [
+    "ratelimit",
+    "ratelimit-reset",
+    OPENAI[0].3,
+    OPENAI[1].3,
+    ANTHROPIC[0].3,
+    ANTHROPIC[1].3,
+    ANTHROPIC[2].3,
+    ANTHROPIC[3].3,
+    "x-ratelimit-reset",
+];
+
 /// Whether `headers` may hold a field: most answers carry none of the
 /// headers read, and every one read has `ratelimit` in its name, so one
 /// look at each name the answer has is cheaper than a lookup of each of
@@ -129,39 +220,36 @@ impl Fields {
         if !any(headers) {
             return fields;
         }
-        ietf(headers, &mut fields);
+        ietf(headers, &mut fields, now);
         let figure = |name| header_text(headers, name).and_then(count);
+        let reset = |name, written| reset_field(headers, name, written, now);
         if let (Some(remaining), Some(reset)) = (
             figure("ratelimit-remaining"),
-            header_text(headers, "ratelimit-reset").and_then(duration),
+            reset("ratelimit-reset", Written::GoDuration),
         ) {
             let limit = figure("ratelimit-limit");
-            fields.add("requests", remaining, limit, reset, "ratelimit-reset");
+            fields.add("requests", remaining, limit, reset);
         }
-        for (what, limit, remaining, reset) in OPENAI {
-            if let (Some(remaining), Some(wait)) = (
-                figure(remaining),
-                header_text(headers, reset).and_then(duration),
-            ) {
-                fields.add(what, remaining, figure(limit), wait, reset);
+        for (what, limit, remaining, name) in OPENAI {
+            if let (Some(remaining), Some(reset)) =
+                (figure(remaining), reset(name, Written::GoDuration))
+            {
+                fields.add(what, remaining, figure(limit), reset);
             }
         }
-        for (what, limit, remaining, reset) in ANTHROPIC {
-            if let (Some(remaining), Some(wait)) = (
-                figure(remaining),
-                header_text(headers, reset)
-                    .and_then(rfc3339)
-                    .and_then(|at| at.duration_since(now).ok()),
-            ) {
-                fields.add(what, remaining, figure(limit), wait, reset);
+        for (what, limit, remaining, name) in ANTHROPIC {
+            if let (Some(remaining), Some(reset)) =
+                (figure(remaining), reset(name, Written::Rfc3339))
+            {
+                fields.add(what, remaining, figure(limit), reset);
             }
         }
-        if let (Some(remaining), Some(wait)) = (
+        if let (Some(remaining), Some(reset)) = (
             figure("x-ratelimit-remaining"),
-            header_text(headers, "x-ratelimit-reset").and_then(|reset| unix_or_seconds(reset, now)),
+            reset("x-ratelimit-reset", Written::Bare),
         ) {
             let limit = figure("x-ratelimit-limit");
-            fields.add("requests", remaining, limit, wait, "x-ratelimit-reset");
+            fields.add("requests", remaining, limit, reset);
         }
         fields
     }
@@ -174,8 +262,7 @@ impl Fields {
         what: &'static str,
         remaining: u64,
         limit: Option<u64>,
-        reset: Duration,
-        header: &'static str,
+        (reset, field): (Duration, Quoted),
     ) {
         if reset.is_zero() {
             return;
@@ -188,7 +275,7 @@ impl Fields {
             remaining,
             limit,
             reset,
-            header,
+            field,
         };
         if remaining == 0
             && self
@@ -214,16 +301,18 @@ impl Fields {
 /// `RateLimit-Policy` (`"default";q=100;w=60;qu="requests"`) when that names
 /// it; and the older drafts' one-item form (`limit=10, remaining=0,
 /// reset=7`).
-fn ietf(headers: &HeaderMap, fields: &mut Fields) {
-    let Some(field) = header_text(headers, "ratelimit") else {
+fn ietf(headers: &HeaderMap, fields: &mut Fields, now: SystemTime) {
+    let (Some(field), Some(value)) = (header_text(headers, "ratelimit"), headers.get("ratelimit"))
+    else {
         return;
     };
+    let quoted = || Quoted::new("ratelimit", value.clone());
     let policy = header_text(headers, "ratelimit-policy");
     let mut any = false;
     for item in field.split(',').take(MAX_ITEMS) {
         let (Some(remaining), Some(reset)) = (
             ratelimit_param(item, "r"),
-            ratelimit_param(item, "t").and_then(duration),
+            ratelimit_param(item, "t").and_then(|t| reset(t, Written::GoDuration, now)),
         ) else {
             continue;
         };
@@ -244,16 +333,16 @@ fn ietf(headers: &HeaderMap, fields: &mut Fields) {
             None | Some("requests") => "requests",
             Some(_) => "units",
         };
-        fields.add(what, remaining, limit, reset, "ratelimit");
+        fields.add(what, remaining, limit, (reset, quoted()));
     }
     if !any
         && let (Some(remaining), Some(reset)) = (
             ratelimit_param(field, "remaining").and_then(count),
-            ratelimit_param(field, "reset").and_then(duration),
+            ratelimit_param(field, "reset").and_then(|t| reset(t, Written::GoDuration, now)),
         )
     {
         let limit = ratelimit_param(field, "limit").and_then(count);
-        fields.add("requests", remaining, limit, reset, "ratelimit");
+        fields.add("requests", remaining, limit, (reset, quoted()));
     }
 }
 
@@ -267,24 +356,71 @@ pub(crate) fn count(text: &str) -> Option<u64> {
     text.parse().ok()
 }
 
-/// `X-RateLimit-Reset`: seconds (`30`, `1.5`), or a Unix time when above
-/// 10^9 (`1764580000`), measured from `now`; a time not in the future is
-/// no window.
-fn unix_or_seconds(text: &str, now: SystemTime) -> Option<Duration> {
+/// The reset in the field `name` of `headers`, written as `written` or as
+/// a bare number, measured from `now`; and the field as sent.
+fn reset_field(
+    headers: &HeaderMap,
+    name: &'static str,
+    written: Written,
+    now: SystemTime,
+) -> Option<(Duration, Quoted)> {
+    let reset = reset(header_text(headers, name)?, written, now)?;
+    Some((reset, Quoted::new(name, headers.get(name)?.clone())))
+}
+
+/// A reset measured from `now`: a bare number as every dialect's is read
+/// (seconds, or a Unix time above 10^9, in milliseconds above 10^12), else
+/// as the dialect writes it. `None` for text that is neither, or a time not
+/// in the future.
+pub(super) fn reset(text: &str, written: Written, now: SystemTime) -> Option<Duration> {
     let text = text.trim();
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty() || whole.len() > 20 || !digits(whole) || !digits(fraction) {
-        return None;
+    if let Some(bare) = Bare::read(text) {
+        return bare.reset_from(now);
     }
-    let whole: u64 = whole.parse().unwrap_or(u64::MAX);
-    let nanos = fraction_nanos(fraction);
-    let value = Duration::from_secs(whole).saturating_add(Duration::from_nanos(nanos));
-    if whole > UNIX_TIME_FROM {
-        let at = UNIX_EPOCH.checked_add(value)?;
-        at.duration_since(now).ok()
-    } else {
-        Some(value)
+    match written {
+        Written::Bare => None,
+        Written::GoDuration => duration(text),
+        Written::Rfc3339 => rfc3339(text)?.duration_since(now).ok(),
+    }
+}
+
+/// A number without a unit: digits, and a fraction after a `.`.
+struct Bare {
+    /// The whole part, saturated to `u64::MAX`.
+    whole: u64,
+    /// The fraction, in billionths (its first nine digits).
+    nanos: u64,
+}
+
+impl Bare {
+    fn read(text: &str) -> Option<Bare> {
+        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+        let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+        if whole.is_empty() || !digits(whole) || !digits(fraction) {
+            return None;
+        }
+        Some(Bare {
+            whole: whole.parse().unwrap_or(u64::MAX),
+            nanos: fraction_nanos(fraction),
+        })
+    }
+
+    /// The time from `now` to the reset it names: a Unix time in
+    /// milliseconds above 10^12, in seconds above 10^9, else seconds; a
+    /// Unix time not in the future is none.
+    fn reset_from(&self, now: SystemTime) -> Option<Duration> {
+        let fraction = Duration::from_nanos(self.nanos);
+        let since_epoch = if self.whole > UNIX_MILLIS_FROM {
+            Duration::from_millis(self.whole).saturating_add(fraction / 1000)
+        } else if self.whole > UNIX_SECONDS_FROM {
+            Duration::from_secs(self.whole).saturating_add(fraction)
+        } else {
+            return Some(Duration::from_secs(self.whole).saturating_add(fraction));
+        };
+        UNIX_EPOCH
+            .checked_add(since_epoch)?
+            .duration_since(now)
+            .ok()
     }
 }
 
@@ -433,6 +569,95 @@ mod tests {
         );
     }
 
+    /// Each dialect's requests window, `remaining` left, its reset written
+    /// as `reset`.
+    fn each_dialect(remaining: &str, reset: &str) -> [Vec<(&'static str, String)>; 5] {
+        let pair = |left: &'static str, at: &'static str| {
+            vec![(left, remaining.to_owned()), (at, reset.to_owned())]
+        };
+        [
+            vec![("ratelimit", format!("\"default\";r={remaining};t={reset}"))],
+            pair("ratelimit-remaining", "ratelimit-reset"),
+            pair(
+                "x-ratelimit-remaining-requests",
+                "x-ratelimit-reset-requests",
+            ),
+            pair(
+                "anthropic-ratelimit-requests-remaining",
+                "anthropic-ratelimit-requests-reset",
+            ),
+            pair("x-ratelimit-remaining", "x-ratelimit-reset"),
+        ]
+    }
+
+    #[test]
+    fn a_bare_reset_past_ten_to_the_ninth_is_a_unix_time_in_every_dialect() {
+        let in_ten_minutes = NOW + Duration::from_secs(600);
+        let seconds = in_ten_minutes.as_secs().to_string();
+        let millis = in_ten_minutes.as_millis().to_string();
+        let fractional = format!("{}.5", in_ten_minutes.as_secs());
+        for (reset, expected) in [
+            (seconds.as_str(), Duration::from_secs(600)),
+            (millis.as_str(), Duration::from_secs(600)),
+            (fractional.as_str(), Duration::from_millis(600_500)),
+            ("600", Duration::from_secs(600)),
+            ("1000000000", Duration::from_secs(1_000_000_000)),
+        ] {
+            for pairs in each_dialect("0", reset) {
+                let pairs: Vec<(&str, &str)> =
+                    pairs.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                let fields = read(&pairs);
+                let held = fields.exhausted.expect("nothing left");
+                assert_eq!(held.reset, expected, "{pairs:?}");
+                // The field is quoted as sent.
+                let quoted = held.field.to_string();
+                assert!(quoted.ends_with(reset), "{quoted}");
+                assert!(quoted.starts_with(held.field.name), "{quoted}");
+            }
+        }
+        // A Unix time in the past, in seconds or milliseconds, is no window.
+        let past = (NOW - Duration::from_secs(60)).as_secs().to_string();
+        let past_ms = (NOW - Duration::from_secs(60)).as_millis().to_string();
+        for reset in [past, past_ms] {
+            for pairs in each_dialect("0", &reset) {
+                let pairs: Vec<(&str, &str)> =
+                    pairs.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                assert_eq!(read(&pairs), Fields::default(), "{pairs:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_quote_reads_back_as_another_process_stored_it() {
+        let fields = read(&[
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "1800000600"),
+        ]);
+        let field = fields.exhausted.expect("nothing left").field;
+        let text = field.to_string();
+        assert_eq!(text, "x-ratelimit-reset-requests: 1800000600");
+        assert_eq!(Quoted::parse(&text), Some(field));
+        let long = format!("ratelimit: {}", "r".repeat(MAX_QUOTED + 1));
+        for bad in [
+            "x-unknown: 5",
+            "ratelimit:5",
+            "ratelimit: ",
+            "ratelimit: a\u{7f}b",
+            "ratelimit: caf\u{e9}",
+            long.as_str(),
+        ] {
+            assert_eq!(Quoted::parse(bad), None, "{bad:?}");
+        }
+        let cut = read(&[(
+            "ratelimit",
+            format!("\"d\";r=0;t=5, {}", "x".repeat(300)).as_str(),
+        )]);
+        let quoted = cut.exhausted.expect("nothing left").field.to_string();
+        assert!(quoted.ends_with("...") && quoted.len() < 120, "{quoted}");
+        let back = Quoted::parse(&quoted).expect("a quote");
+        assert_eq!(back.to_string(), quoted, "shown once, shown the same again");
+    }
+
     #[test]
     fn the_smallest_requests_window_wins_with_its_reset() {
         let fields = read(&[
@@ -518,32 +743,31 @@ mod tests {
 
     #[test]
     fn far_resets_saturate_and_more_than_the_limit_is_the_limit() {
-        // A Unix time past what the clock can name is no window; one the
-        // clock can name, a long one (the limits cut it to their ceiling).
-        let unnamed = read(&[
-            ("x-ratelimit-remaining", "0"),
-            ("x-ratelimit-reset", &u64::MAX.to_string()),
-        ]);
-        assert_eq!(unnamed, Fields::default());
-        let far = read(&[
-            ("x-ratelimit-remaining", "0"),
-            ("x-ratelimit-reset", "99999999999"),
-        ]);
-        assert!(
-            far.exhausted
-                .is_some_and(|left| left.reset > Duration::from_secs(1 << 36))
-        );
+        // A Unix time far off is a long window (the limits cut it to
+        // their ceiling); the furthest a u64 of milliseconds names, half a
+        // billion years.
+        let furthest = Duration::from_millis(u64::MAX) - NOW;
+        for (reset, at_least) in [
+            (u64::MAX.to_string(), furthest),
+            ("9".repeat(40), furthest),
+            ("99999999999".to_owned(), Duration::from_secs(1 << 36)),
+        ] {
+            let far = read(&[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", &reset),
+            ]);
+            assert!(
+                far.exhausted
+                    .as_ref()
+                    .is_some_and(|left| left.reset >= at_least),
+                "{reset}: {far:?}"
+            );
+        }
         let ten_years = read(&[
             ("anthropic-ratelimit-requests-remaining", "0"),
             ("anthropic-ratelimit-requests-reset", "2037-01-15T08:00:00Z"),
         ]);
         assert!(ten_years.exhausted.is_some());
-        let t = "9".repeat(40);
-        let saturated = read(&[("ratelimit", format!("\"d\";r=0;t={t}").as_str())]);
-        assert_eq!(
-            saturated.exhausted.map(|left| left.reset),
-            Some(Duration::from_secs(u64::MAX))
-        );
         let over = budget(&[
             ("x-ratelimit-limit-requests", "10"),
             ("x-ratelimit-remaining-requests", "900"),
