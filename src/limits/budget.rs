@@ -20,9 +20,9 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use crate::clock::later;
+use crate::limits::dialects::{Left, Quoted, Unit};
 use crate::limits::hold::Spent;
 use crate::lock::Unpoisoned;
-use crate::refusal::evidence::retry::{Left, Quoted};
 
 /// The most a figure is believed: far past any window an engine keeps, and
 /// small enough to travel to Redis as an exact number.
@@ -55,7 +55,6 @@ struct Window {
 /// then in flight, the time to its reset, when it was read, and the field
 /// it was read from.
 #[derive(Clone, Debug)]
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 struct Pending {
     figure: u64,
     reset: Duration,
@@ -66,7 +65,6 @@ struct Pending {
 
 /// The latest figure an answer gave, as the fleet is handed it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) struct Figure {
     /// What is left, less the sends in flight then and started since.
     pub(crate) left: u64,
@@ -86,7 +84,6 @@ pub(crate) enum Pass {
     /// The fleet let it go first into a window that just reset: its
     /// answer replaces what answers said of the window, here and in the
     /// fleet, at once (the others wait on it).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     First,
     /// Through a window an answer's fields closed, to check them: its
     /// answer replaces what they said, here and in the fleet.
@@ -164,7 +161,7 @@ impl Budget {
             said: Spent {
                 until,
                 said_at: SystemTime::now(),
-                what: said.what,
+                what: said.unit.counted(),
                 remaining: figure,
                 limit: said.limit,
                 field: Some(said.field.clone()),
@@ -202,7 +199,6 @@ impl Budget {
     /// The latest figure for the fleet, taken (each is handed over once):
     /// less the sends started since it was read, its reset less the time
     /// since, and that time; none when its window has passed.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn pending(&self, now: Instant) -> Option<Figure> {
         let mut state = self.lock();
         let pending = state.pending.take()?;
@@ -225,7 +221,6 @@ impl Budget {
     /// own start takes), so a Redis that is slow later finds it no richer
     /// than the fleet, and a window the fleet reopened is open here too.
     /// An answer that came `late` only ever lowers what is left.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn fleet_left(
         &self,
         now: Instant,
@@ -244,7 +239,6 @@ impl Budget {
     }
 
     /// The fleet has nothing left for `reset`, as `field` said.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn fleet_spent(
         &self,
         now: Instant,
@@ -257,7 +251,6 @@ impl Budget {
 
     /// The fleet keeps no budget: a spent window here is gone too (a
     /// scout's answer said nothing of one).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn fleet_open(&self) {
         let mut state = self.lock();
         if state.window.as_ref().is_some_and(|window| window.left == 0) {
@@ -270,7 +263,6 @@ impl Budget {
     }
 }
 
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 fn fleet_window(
     now: Instant,
     left: u64,
@@ -283,7 +275,7 @@ fn fleet_window(
         said: Spent {
             until: later(now, reset),
             said_at: SystemTime::now(),
-            what: "requests",
+            what: Unit::Requests.counted(),
             remaining: left,
             limit: None,
             field,
@@ -306,7 +298,7 @@ mod tests {
 
     fn said(remaining: u64, reset_ms: u64) -> Left {
         Left {
-            what: "requests",
+            unit: Unit::Requests,
             remaining,
             limit: Some(10),
             reset: Duration::from_millis(reset_ms),

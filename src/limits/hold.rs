@@ -7,9 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use super::dialects::Quoted;
 use crate::clock::later;
-use crate::refusal::Refusal;
-use crate::refusal::evidence::retry::Quoted;
 
 /// A window the engine asked the caller to wait out.
 #[derive(Clone, Debug)]
@@ -33,10 +32,8 @@ pub(crate) struct Hold {
     /// hold, as logs name it (`Redis host:port, key …`).
     pub(crate) fleet: Option<String>,
     /// When this process learned it.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) learned: Instant,
     /// The fleet has it: Redis answered the write of it.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) written: bool,
 }
 
@@ -71,12 +68,12 @@ impl Hold {
     }
 }
 
-/// A refusal repeated without sending until `until`.
+/// A refusal (of type `R`) repeated without sending until `until`.
 #[derive(Clone, Debug)]
-pub(crate) struct Latched {
+pub(crate) struct Latched<R> {
     pub(crate) until: Instant,
     pub(crate) at: SystemTime,
-    pub(crate) refusal: Refusal,
+    pub(crate) refusal: R,
     /// Which token the engine judged (see `token::file`).
     pub(crate) generation: u64,
 }

@@ -26,10 +26,11 @@
 //! or two, held only to copy a few fields out: a send that is not held
 //! never waits on another.
 //!
-//! With the `redis` feature and a shared hold (`shared`), the hold and the
-//! budget are kept in Redis too: [`Limits::admit`] checks the fleet's hold
-//! and takes one from the fleet's budget in one round trip before each
-//! attempt (carrying the latest figure this process read), and
+//! With a fleet ([`fleet`]: with the `redis` feature and a shared hold, in
+//! Redis), the hold and the budget are kept there too: [`Limits::admit`]
+//! checks the fleet's hold and takes one from the fleet's budget in one
+//! exchange before each attempt (carrying the latest figure this process
+//! read), and
 //! [`Limits::share`] hands the fleet a hold this process started, or what
 //! a scout's answer said. When a window the fleet waited on ends, its
 //! members resume spread over [`REOPEN_SPREAD`], each its own draw, so a
@@ -37,24 +38,31 @@
 //! one scout at a time, which Redis lets go: a member held by a window an
 //! answer's fields closed asks the fleet before each send, and the first
 //! answer that says there is room reopens every member.
+//!
+//! The limits read answers' rate-limit fields ([`dialects`]) and know of a
+//! refusal only what [`Refused`] asks of it: the refusal's own module says
+//! that of each refusal, and words what the limits keep ([`hold`]).
 
 mod budget;
+pub(crate) mod dialects;
+pub(crate) mod fleet;
 pub(crate) mod hold;
 #[cfg(feature = "redis")]
-pub(crate) mod shared;
+pub(crate) mod redis;
 
-use std::sync::Mutex;
+use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
 use self::budget::Budget;
 pub(crate) use self::budget::{Pass, Ticket};
+use self::dialects::{Fields, Left};
+use self::fleet::{Checked, Fleet, LATE, Record, Turn};
 use self::hold::{Hold, Latched, Spent};
 use crate::clock::later;
 use crate::lock::Unpoisoned;
-use crate::refusal::evidence::retry::{Fields, Left};
-use crate::refusal::{Cause, Refusal};
 use crate::retry::RetryPolicy;
 
 /// The longest a member of a fleet waits past the end of a window it
@@ -67,12 +75,27 @@ pub(crate) const REOPEN_SPREAD: Duration = Duration::from_millis(100);
 pub(crate) const SCOUT_EVERY: Duration = Duration::from_secs(60);
 
 /// What one attempt came to, as the limits see it.
-pub(crate) enum Seen<'a> {
+pub(crate) enum Seen<'a, R> {
     /// An answer, and what its rate-limit fields said.
     Answer { fields: &'a Fields },
     /// A refusal the engine's answer (or its absence) gave, to a send with
     /// the token of this generation (see `token::file`).
-    Refused(&'a Refusal, u64),
+    Refused(&'a R, u64),
+}
+
+/// What the limits read of a refusal an attempt came to: whether it starts
+/// a hold or a latch. The refusal's own module says it of each refusal; a
+/// latch keeps the refusal itself, to repeat it.
+pub(crate) trait Refused: Clone + fmt::Debug + Send + Sync {
+    /// The status the engine answered with, when it answered.
+    fn status(&self) -> Option<u16>;
+    /// How long the engine asked the caller to wait, when it did.
+    fn wait_asked(&self) -> Option<Duration>;
+    /// Whether a wait can mend it: not when it names the account's credit.
+    fn mended_by_waiting(&self) -> bool;
+    /// Whether the engine judged the token or the account (a `402`, `401`
+    /// or `403`): what a latch repeats.
+    fn judged_the_account(&self) -> bool;
 }
 
 /// What a send meets before it goes.
@@ -93,7 +116,6 @@ pub(crate) enum Gate {
 /// What an attempt's outcome gives the fleet to know (see
 /// [`Limits::share`]).
 #[derive(Clone, Debug)]
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) enum Share {
     /// A hold this process started or lengthened.
     Hold(Hold),
@@ -105,7 +127,7 @@ pub(crate) enum Share {
 /// What keeps a send from going at some instant.
 enum Closed {
     /// A hold a refusal asked for: it stands.
-    Refused(Hold),
+    Asked(Hold),
     /// A hold an answer's fields started: a scout may go through.
     Said(Hold),
     /// A spent requests window: a scout may go through.
@@ -115,7 +137,7 @@ enum Closed {
 impl Closed {
     fn until(&self) -> Instant {
         match self {
-            Closed::Refused(hold) | Closed::Said(hold) => hold.until,
+            Closed::Asked(hold) | Closed::Said(hold) => hold.until,
             Closed::Spent(spent) => spent.until,
         }
     }
@@ -123,7 +145,7 @@ impl Closed {
     /// The gate of a send that may not wait it out.
     fn refusal(self) -> Gate {
         match self {
-            Closed::Refused(hold) | Closed::Said(hold) => Gate::Held(hold),
+            Closed::Asked(hold) | Closed::Said(hold) => Gate::Held(hold),
             Closed::Spent(spent) => Gate::Spent(spent),
         }
     }
@@ -148,19 +170,19 @@ struct Lease {
     ends: Instant,
 }
 
-/// The hold and the latch of one transport and its clones.
+/// The hold and the latch of one transport and its clones, the latch
+/// repeating refusals of type `R`.
 #[derive(Debug)]
-pub(crate) struct Limits {
+pub(crate) struct Limits<R> {
     respect: bool,
     latch_for: Option<Duration>,
     max_hold: Duration,
     scout_every: Duration,
     holds: Mutex<Holds>,
-    latch: Mutex<Option<Latched>>,
+    latch: Mutex<Option<Latched<R>>>,
     budget: Budget,
-    /// The fleet's hold and budget, in Redis.
-    #[cfg(feature = "redis")]
-    shared: Option<std::sync::Arc<shared::SharedHold>>,
+    /// The fleet's hold and budget, when the transport has one.
+    fleet: Option<Arc<dyn Fleet>>,
 }
 
 /// The longest hold when none is set: a day. An engine (or anyone on the
@@ -168,17 +190,19 @@ pub(crate) struct Limits {
 /// predictor until someone restarts it.
 pub(crate) const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 
-impl Limits {
+impl<R: Refused> Limits<R> {
     /// Limits that hold after the engine asks to wait when `respect` is on,
     /// for at most `max_hold`, and latch for `latch_for` after a `402`,
     /// `401` or `403` when it is set; a window an answer's fields closed
-    /// lets a scout through every `scout_every`.
+    /// lets a scout through every `scout_every`; kept in `fleet` as well,
+    /// when there is one.
     pub(crate) fn new(
         respect: bool,
         latch_for: Option<Duration>,
         max_hold: Duration,
         scout_every: Duration,
-    ) -> Limits {
+        fleet: Option<Arc<dyn Fleet>>,
+    ) -> Limits<R> {
         Limits {
             respect,
             latch_for,
@@ -187,16 +211,8 @@ impl Limits {
             holds: Mutex::new(Holds::default()),
             latch: Mutex::new(None),
             budget: Budget::default(),
-            #[cfg(feature = "redis")]
-            shared: None,
+            fleet,
         }
-    }
-
-    /// These limits, with the fleet's hold kept in `shared` as well.
-    #[cfg(feature = "redis")]
-    pub(crate) fn with_shared(mut self, shared: shared::SharedHold) -> Limits {
-        self.shared = Some(std::sync::Arc::new(shared));
-        self
     }
 
     /// What an attempt meets before it goes, at the moment it would go
@@ -222,12 +238,13 @@ impl Limits {
             let until = hold.until;
             return self.wait_or(now, until, policy, deadline, Gate::Held(hold));
         }
-        #[cfg(feature = "redis")]
         let (pass, asked) = self.ask_fleet().await;
         // Without a fleet nothing was awaited since `now`.
-        #[cfg(not(feature = "redis"))]
-        let (pass, asked) = (Pass::Open, false);
-        let now = if self.fleet() { Instant::now() } else { now };
+        let now = if self.fleet.is_some() {
+            Instant::now()
+        } else {
+            now
+        };
         if pass == Pass::Scout {
             return Gate::Open(self.budget.start(now, Pass::Scout));
         }
@@ -236,7 +253,7 @@ impl Limits {
         };
         // The fleet decides which of its members scouts; this process on
         // its own when the fleet did not answer.
-        if !matches!(closed, Closed::Refused(_)) && !asked && self.scout_due(closed.until(), now) {
+        if !matches!(closed, Closed::Asked(_)) && !asked && self.scout_due(closed.until(), now) {
             return Gate::Open(self.budget.start(now, Pass::Scout));
         }
         let until = closed.until();
@@ -245,45 +262,37 @@ impl Limits {
 
     /// Asks the fleet (when there is one) for its hold and one from its
     /// budget: how the send may go, and whether the fleet answered in time.
-    #[cfg(feature = "redis")]
     async fn ask_fleet(&self) -> (Pass, bool) {
-        let Some(shared) = &self.shared else {
+        let Some(fleet) = &self.fleet else {
             return (Pass::Open, false);
         };
-        if let Some((at, late)) = shared.late() {
-            let _ = self.apply(at, &late, shared, true);
+        if let Some((at, late)) = fleet.late() {
+            let _ = self.apply(at, &late, fleet.as_ref(), true);
         }
-        let ask = shared::Ask {
-            act: shared::Act::Take,
-            set: self.budget.pending(Instant::now()),
-        };
-        let Some(checked) = shared.ask(ask).await else {
+        let set = self.budget.pending(Instant::now());
+        let Some(checked) = Arc::clone(fleet).take(set).await else {
             return (Pass::Open, false);
         };
         // While the fleet answers, it decides who scouts: this process's
         // own lease starts only when it stops answering.
         self.holds.lock_unpoisoned().scout = None;
-        (self.apply(Instant::now(), &checked, shared, false), true)
+        (
+            self.apply(Instant::now(), &checked, fleet.as_ref(), false),
+            true,
+        )
     }
 
     /// What the fleet said at `at`: its hold kept as this process's own,
     /// its budget as this process's; how this send may go (first into a
     /// window that just reset, or as the fleet's scout). An answer that
     /// came `late` only adds to what holds this process.
-    #[cfg(feature = "redis")]
-    fn apply(
-        &self,
-        at: Instant,
-        checked: &shared::Checked,
-        shared: &shared::SharedHold,
-        late: bool,
-    ) -> Pass {
+    fn apply(&self, at: Instant, checked: &Checked, fleet: &dyn Fleet, late: bool) -> Pass {
         let now = Instant::now();
         let since = now.saturating_duration_since(at);
         let found = checked.hold.as_ref().and_then(|found| {
             let mut found = found.clone();
             found.left = found.left.saturating_sub(since);
-            (!found.left.is_zero()).then(|| found.hold(now, self.max_hold, shared.shown()))
+            (!found.left.is_zero()).then(|| found.hold(now, self.max_hold, fleet.shown()))
         });
         match found {
             Some(hold) if !hold.said() => {
@@ -293,33 +302,33 @@ impl Limits {
         }
         let left = |ms: Duration| ms.saturating_sub(since).min(self.max_hold);
         match &checked.budget {
-            shared::Fleet::Open => {
+            Turn::Open => {
                 if !late {
                     self.budget.fleet_open();
                 }
                 Pass::Open
             }
-            shared::Fleet::Probe if !late => Pass::First,
-            shared::Fleet::Scout if !late => Pass::Scout,
-            shared::Fleet::Probe | shared::Fleet::Scout => Pass::Open,
-            shared::Fleet::Took { left: n, reset } => {
+            Turn::First if !late => Pass::First,
+            Turn::Scout if !late => Pass::Scout,
+            Turn::First | Turn::Scout => Pass::Open,
+            Turn::Took { left: n, reset } => {
                 self.budget
-                    .fleet_left(now, *n, left(*reset), &shared.shown_budget(), late);
+                    .fleet_left(now, *n, left(*reset), &fleet.shown_budget(), late);
                 Pass::Open
             }
-            shared::Fleet::Spent { reset, field } => {
+            Turn::Spent { reset, field } => {
                 let reset = left(*reset);
                 if !reset.is_zero() {
                     self.budget
-                        .fleet_spent(now, reset, &shared.shown_budget(), field.clone());
+                        .fleet_spent(now, reset, &fleet.shown_budget(), field.clone());
                 }
                 Pass::Open
             }
-            shared::Fleet::Probing { reset } => {
+            Turn::AfterFirst { reset } => {
                 let reset = left(*reset);
                 if !reset.is_zero() {
                     self.budget
-                        .fleet_spent(now, reset, &shared.shown_budget(), None);
+                        .fleet_spent(now, reset, &fleet.shown_budget(), None);
                 }
                 Pass::Open
             }
@@ -330,14 +339,13 @@ impl Limits {
     /// (or none): this process holds what the fleet holds, since a scout's
     /// answer may have replaced or lifted it. A hold of this process's own
     /// that the fleet may not have been told yet (its write not answered,
-    /// and begun less than [`shared::LATE`] ago) is kept; so is one the
-    /// fleet holds too. An answer that came `late` only adds.
-    #[cfg(feature = "redis")]
+    /// and begun less than [`LATE`] ago) is kept; so is one the fleet holds
+    /// too. An answer that came `late` only adds.
     fn fleet_said(&self, found: Option<Hold>, now: Instant, late: bool) {
         let mut holds = self.holds.lock_unpoisoned();
         let own = holds.said.as_ref().filter(|held| {
-            let untold = !held.written && later(held.learned, shared::LATE) > now;
-            let same = |found: &Hold| shared::Record::of(found) == shared::Record::of(held);
+            let untold = !held.written && later(held.learned, LATE) > now;
+            let same = |found: &Hold| Record::of(found) == Record::of(held);
             held.until > now && held.fleet.is_none() && (untold || found.as_ref().is_some_and(same))
         });
         match (own, found) {
@@ -359,7 +367,6 @@ impl Limits {
 
     /// The fleet answered the write of the hold this process learned at
     /// `learned`: from now on the fleet's word on it is this process's.
-    #[cfg(feature = "redis")]
     fn written(&self, learned: Instant) {
         let mut holds = self.holds.lock_unpoisoned();
         if let Some(said) = holds.said.as_mut().filter(|said| said.learned == learned) {
@@ -392,7 +399,7 @@ impl Limits {
             let holds = self.holds.lock_unpoisoned();
             let held = |hold: &Option<Hold>| hold.as_ref().filter(|hold| hold.until > now).cloned();
             if let Some(hold) = held(&holds.refused) {
-                return Some(Closed::Refused(hold));
+                return Some(Closed::Asked(hold));
             }
             if let Some(hold) = held(&holds.said) {
                 return Some(Closed::Said(hold));
@@ -443,7 +450,7 @@ impl Limits {
         if !(policy.attempts() > 1 && left <= policy.waits_for() && until < deadline) {
             return refused;
         }
-        if !self.fleet() {
+        if self.fleet.is_none() {
             return Gate::Wait(until);
         }
         let spread = u64::try_from(REOPEN_SPREAD.as_micros()).unwrap_or(0);
@@ -452,53 +459,39 @@ impl Limits {
         Gate::Wait(drawn.min(bound).max(until))
     }
 
-    /// Whether this transport is a member of a fleet (a shared hold).
-    fn fleet(&self) -> bool {
-        #[cfg(feature = "redis")]
-        let fleet = self.shared.is_some();
-        #[cfg(not(feature = "redis"))]
-        let fleet = false;
-        fleet
-    }
-
     /// Hands the fleet what [`Limits::observe`] returned: a hold this
     /// process started or lengthened (its end in Redis only grows), or a
     /// scout's answer (which replaces what answers' fields said). The send
-    /// waits for the write no longer than the shared hold's wait; a write
-    /// that takes longer goes on in the background, so that a Redis slow
-    /// to answer is still told.
+    /// waits for the write no longer than the fleet's wait; a write that
+    /// takes longer goes on in the background, so that a fleet slow to
+    /// answer is still told.
     pub(crate) async fn share(&self, share: &Share) {
-        #[cfg(feature = "redis")]
-        if let Some(shared) = &self.shared {
-            let now = Instant::now();
-            let record = |hold: &Hold| {
-                let left = hold.until.saturating_duration_since(now);
-                (left, shared::Record::of(hold))
-            };
-            let wait = shared.wait();
-            let shared = shared.clone();
-            let (said, write) = match share {
-                Share::Hold(hold) => {
-                    let (left, record) = record(hold);
-                    let write = tokio::spawn(async move { shared.extend(left, &record).await });
-                    (hold.said().then_some(hold.learned), write)
-                }
-                Share::Scouted(hold) => {
-                    let said = hold.as_ref().map(|hold| hold.learned);
-                    let hold = hold.as_ref().map(record);
-                    let set = self.budget.pending(now);
-                    (
-                        said,
-                        tokio::spawn(async move { shared.correct(set, hold).await }),
-                    )
-                }
-            };
-            if let (Some(learned), Ok(Ok(true))) = (said, tokio::time::timeout(wait, write).await) {
-                self.written(learned);
+        let Some(fleet) = &self.fleet else {
+            return;
+        };
+        let now = Instant::now();
+        let record = |hold: &Hold| {
+            let left = hold.until.saturating_duration_since(now);
+            (left, Record::of(hold))
+        };
+        let (said, write) = match share {
+            Share::Hold(hold) => {
+                let (left, record) = record(hold);
+                let write = Arc::clone(fleet).extend(left, record);
+                (hold.said().then_some(hold.learned), write)
             }
+            Share::Scouted(hold) => {
+                let said = hold.as_ref().map(|hold| hold.learned);
+                let hold = hold.as_ref().map(record);
+                let set = self.budget.pending(now);
+                (said, Arc::clone(fleet).correct(set, hold))
+            }
+        };
+        let write = tokio::spawn(write);
+        let answered = tokio::time::timeout(fleet.wait(), write).await;
+        if let (Some(learned), Ok(Ok(true))) = (said, answered) {
+            self.written(learned);
         }
-        #[cfg(not(feature = "redis"))]
-        let _ = share;
     }
 
     /// What an attempt's outcome starts: a hold after a `429` or `503` with
@@ -508,7 +501,12 @@ impl Limits {
     /// answer replaces whatever answers' fields said before. What the fleet
     /// is to be told, if anything, for [`Limits::share`].
     #[must_use = "what this process learned is shared with the fleet"]
-    pub(crate) fn observe(&self, now: Instant, seen: Seen<'_>, ticket: &Ticket) -> Option<Share> {
+    pub(crate) fn observe(
+        &self,
+        now: Instant,
+        seen: Seen<'_, R>,
+        ticket: &Ticket,
+    ) -> Option<Share> {
         match seen {
             Seen::Answer { fields } => {
                 if !self.respect {
@@ -538,8 +536,8 @@ impl Limits {
                 let mut started = None;
                 if self.respect
                     && let (Some(wait), Some(status @ (429 | 503))) =
-                        (refusal.retry_after(), refusal.status())
-                    && refusal.cause() != Cause::EngineOutOfCredit
+                        (refusal.wait_asked(), refusal.status())
+                    && refusal.mended_by_waiting()
                 {
                     let hold = Hold::cut(
                         now,
@@ -553,7 +551,7 @@ impl Limits {
                 }
                 if let Some(duration) = self.latch_for
                     && refusal.status().is_some()
-                    && matches!(refusal.cause(), Cause::NoEngine | Cause::EngineOutOfCredit)
+                    && refusal.judged_the_account()
                 {
                     self.latch(now, duration, refusal, generation);
                 }
@@ -568,7 +566,7 @@ impl Limits {
     fn said_hold(&self, now: Instant, left: &Left) -> Hold {
         let why = format!(
             "the rate-limit fields of an answer, which said none was left of its {} window",
-            left.what
+            left.unit.counted()
         );
         let hold = Hold::cut(
             now,
@@ -604,7 +602,7 @@ impl Limits {
 
     /// [`Limits::latched`] now, the clock read only when a latch is
     /// configured.
-    pub(crate) fn latched_now(&self, generation: u64) -> Option<Latched> {
+    pub(crate) fn latched_now(&self, generation: u64) -> Option<Latched<R>> {
         self.latch_for?;
         self.latched(Instant::now(), generation)
     }
@@ -612,7 +610,7 @@ impl Limits {
     /// The latched refusal in force at `now` for the token of `generation`,
     /// if any: a latch belongs to the token it judged, and a newer token (a
     /// file that rotated) clears it.
-    pub(crate) fn latched(&self, now: Instant, generation: u64) -> Option<Latched> {
+    pub(crate) fn latched(&self, now: Instant, generation: u64) -> Option<Latched<R>> {
         // Only a latch that is set latches: with none, no send waits on the
         // lock.
         self.latch_for?;
@@ -634,7 +632,7 @@ impl Limits {
     /// from a send that was in flight when the file rotated, never replaces
     /// the latch of a newer one (which the next send would then clear, and
     /// send the rejected token again).
-    fn latch(&self, now: Instant, duration: Duration, refusal: &Refusal, generation: u64) {
+    fn latch(&self, now: Instant, duration: Duration, refusal: &R, generation: u64) {
         let mut latch = self.latch.lock_unpoisoned();
         if latch
             .as_ref()
@@ -653,19 +651,47 @@ impl Limits {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     use reqwest::header::HeaderValue;
 
-    use crate::refusal::evidence::retry::Quoted;
+    use super::*;
+    use crate::limits::dialects::{Quoted, Unit};
+
+    /// A refusal as the limits read it: the engine's status and the wait
+    /// it asked, and whether it named the account's credit or judged the
+    /// token.
+    #[derive(Clone, Debug, Default)]
+    struct Said {
+        status: Option<u16>,
+        wait: Option<Duration>,
+        out_of_credit: bool,
+        rejected: bool,
+    }
+
+    impl Refused for Said {
+        fn status(&self) -> Option<u16> {
+            self.status
+        }
+
+        fn wait_asked(&self) -> Option<Duration> {
+            self.wait
+        }
+
+        fn mended_by_waiting(&self) -> bool {
+            !self.out_of_credit
+        }
+
+        fn judged_the_account(&self) -> bool {
+            self.out_of_credit || self.rejected
+        }
+    }
 
     const MINUTE: Duration = Duration::from_secs(60);
 
-    fn respecting(latch_for: Option<Duration>, max_hold: Duration) -> Limits {
-        Limits::new(true, latch_for, max_hold, SCOUT_EVERY)
+    fn respecting(latch_for: Option<Duration>, max_hold: Duration) -> Limits<Said> {
+        Limits::new(true, latch_for, max_hold, SCOUT_EVERY, None)
     }
 
-    fn ticket(limits: &Limits) -> Ticket {
+    fn ticket(limits: &Limits<Said>) -> Ticket {
         limits.budget.start(Instant::now(), Pass::Open)
     }
 
@@ -673,7 +699,7 @@ mod tests {
     fn left(remaining: u64, reset: Duration) -> Left {
         let value = HeaderValue::from_static("1796407068");
         Left {
-            what: "requests",
+            unit: Unit::Requests,
             remaining,
             limit: None,
             reset,
@@ -688,11 +714,11 @@ mod tests {
         }
     }
 
-    impl Limits {
+    impl Limits<Said> {
         /// The hold in force at `now`, of either kind.
         fn hold(&self, now: Instant) -> Option<Hold> {
             match self.closed(now)? {
-                Closed::Refused(hold) | Closed::Said(hold) => Some(hold),
+                Closed::Asked(hold) | Closed::Said(hold) => Some(hold),
                 Closed::Spent(_) => None,
             }
         }
@@ -717,18 +743,23 @@ mod tests {
         }
     }
 
-    fn over_quota(status: u16, wait: u64) -> Refusal {
-        Refusal::new(Cause::EngineOverQuota, "r", "CHANT_BEHAVIOUR_TOKEN", None)
-            .with_status(status)
-            .with_retry_after(Duration::from_secs(wait))
+    fn over_quota(status: u16, wait: u64) -> Said {
+        Said {
+            status: Some(status),
+            wait: Some(Duration::from_secs(wait)),
+            ..Said::default()
+        }
     }
 
     #[test]
     fn a_late_rejection_of_an_older_token_leaves_the_newer_tokens_latch() {
         let limits = respecting(Some(Duration::from_secs(60)), DEFAULT_MAX_HOLD);
         let now = Instant::now();
-        let rejected =
-            Refusal::new(Cause::NoEngine, "r", "CHANT_BEHAVIOUR_TOKEN", None).with_status(401);
+        let rejected = Said {
+            status: Some(401),
+            rejected: true,
+            ..Said::default()
+        };
         let _ = limits.observe(now, Seen::Refused(&rejected, 2), &ticket(&limits));
         let _ = limits.observe(now, Seen::Refused(&rejected, 1), &ticket(&limits));
         assert!(
@@ -795,7 +826,7 @@ mod tests {
 
     #[test]
     fn limits_not_respected_never_hold() {
-        let limits = Limits::new(false, None, DEFAULT_MAX_HOLD, SCOUT_EVERY);
+        let limits = Limits::<Said>::new(false, None, DEFAULT_MAX_HOLD, SCOUT_EVERY, None);
         let now = Instant::now();
         let _ = limits.observe(
             now,
@@ -811,9 +842,10 @@ mod tests {
     fn out_of_credit_latches_and_never_holds() {
         let limits = respecting(Some(Duration::from_secs(5)), DEFAULT_MAX_HOLD);
         let now = Instant::now();
-        let refusal = Refusal::new(Cause::EngineOutOfCredit, "r", "X_TOKEN", None)
-            .with_status(429)
-            .with_retry_after(Duration::from_secs(10));
+        let refusal = Said {
+            out_of_credit: true,
+            ..over_quota(429, 10)
+        };
         let _ = limits.observe(now, Seen::Refused(&refusal, 0), &ticket(&limits));
         assert!(limits.hold(now).is_none());
         assert!(limits.latched(now, 0).is_some());
@@ -831,7 +863,7 @@ mod tests {
     /// minutes; the instants at which one went as a scout. Each scout's
     /// answer says the same as the first.
     async fn scouts_in_three_minutes(
-        limits: &Limits,
+        limits: &Limits<Said>,
         start: Instant,
         said: &Fields,
     ) -> Vec<Duration> {

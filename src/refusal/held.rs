@@ -8,11 +8,14 @@
 //! keep of each window (`Hold`, `Latched`, `Spent`) is theirs, in
 //! `limits/hold.rs`.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use super::site::Site;
 use super::status::{Window, over_quota_remedy};
 use crate::clock::http_date;
+use crate::limits::Refused;
 use crate::limits::hold::{Hold, Latched, Spent};
 use crate::refusal::{Cause, Refusal};
 use crate::text::seconds_phrase;
@@ -60,7 +63,7 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
 
 /// A send within the latch after a `402`, `401` or `403`: the same cause,
 /// nothing sent.
-pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
+pub(crate) fn latched(site: &Site, latched: &Latched<Refusal>, now: Instant) -> Refusal {
     let left = latched.until.saturating_duration_since(now);
     let original = &latched.refusal;
     // The original reason opens with the same subject; it is said once.
@@ -132,4 +135,25 @@ pub(crate) fn spent(site: &Site, spent: &Spent, now: Instant) -> Refusal {
         )
         .with_retry_after(left),
     )
+}
+
+/// What the limits read of a refusal: whether a wait mends it (not an
+/// empty account, whatever its status), and whether a latch repeats it
+/// (the engine judged the token or the account).
+impl Refused for Refusal {
+    fn status(&self) -> Option<u16> {
+        Refusal::status(self)
+    }
+
+    fn wait_asked(&self) -> Option<Duration> {
+        self.retry_after()
+    }
+
+    fn mended_by_waiting(&self) -> bool {
+        self.cause() != Cause::EngineOutOfCredit
+    }
+
+    fn judged_the_account(&self) -> bool {
+        matches!(self.cause(), Cause::NoEngine | Cause::EngineOutOfCredit)
+    }
 }

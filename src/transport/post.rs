@@ -12,7 +12,7 @@ use tokio::time::timeout_at;
 use super::deadline::Deadline;
 use super::incoming::{Incoming, Wire};
 use super::reply::{Missed, Opened, Reading, Received};
-use crate::refusal::evidence::retry::Fields;
+use crate::limits::dialects::Fields;
 use crate::refusal::failure::{Failure, classify};
 use crate::refusal::site::Site;
 

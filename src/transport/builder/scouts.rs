@@ -13,8 +13,9 @@ use std::time::{Duration, Instant as Clock, SystemTime, UNIX_EPOCH};
 use secrecy::SecretString;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::server::Redis;
-use crate::{Env, HttpTransport};
+use crate::config::env::Env;
+use crate::limits::redis::server::Redis;
+use crate::transport::HttpTransport;
 
 /// The scouts' interval in these tests, in place of a minute.
 const INTERVAL: Duration = Duration::from_millis(800);

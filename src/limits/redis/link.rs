@@ -302,9 +302,9 @@ mod tests {
 
     use super::*;
     use crate::limits::SCOUT_EVERY;
-    use crate::limits::shared::LATE;
-    use crate::limits::shared::server::{Redis, Silent, dead_port};
-    use crate::limits::shared::tests::{TOKEN, WAIT, capture, concealer, hold_at, record};
+    use crate::limits::fleet::LATE;
+    use crate::limits::redis::server::{Redis, Silent, dead_port};
+    use crate::limits::redis::tests::{TOKEN, WAIT, capture, concealer, hold_at, record};
 
     /// What a bounded call may take past its wait on a busy 2-core machine.
     const MARGIN: Duration = Duration::from_millis(200);
@@ -315,7 +315,7 @@ mod tests {
         let started = Clock::now();
         assert_eq!(shared.check().await, None);
         shared
-            .extend(
+            .write_hold(
                 Duration::from_secs(5),
                 &record("HTTP 429", Duration::from_secs(5)),
             )
@@ -388,7 +388,7 @@ mod tests {
         let shared = hold_at(&redis.url());
         assert_eq!(shared.check().await, None);
         let asked = record("HTTP 429", Duration::from_secs(5));
-        shared.extend(Duration::from_secs(5), &asked).await;
+        shared.write_hold(Duration::from_secs(5), &asked).await;
         let pause = Duration::from_millis(400);
         let _: () = redis::cmd("CLIENT")
             .arg("PAUSE")
@@ -411,7 +411,7 @@ mod tests {
         tokio::time::sleep(pause + MARGIN).await;
         assert!(shared.lock().conn.is_some());
         assert!(shared.lock().down.is_none());
-        let (_, late) = shared.late().expect("the late answer");
+        let (_, late) = shared.late_answer().expect("the late answer");
         assert_eq!(late.hold.map(|found| found.record), Some(asked.clone()));
         assert_eq!(shared.check().await.map(|found| found.record), Some(asked));
         assert_eq!(events.at(tracing::Level::WARN).len(), 1);
@@ -468,7 +468,7 @@ mod tests {
         let redis = Redis::on_port(port);
         tokio::time::sleep(FIRST_BACKOFF).await;
         let asked = record("HTTP 429", Duration::from_secs(5));
-        shared.extend(Duration::from_secs(5), &asked).await;
+        shared.write_hold(Duration::from_secs(5), &asked).await;
         assert_eq!(shared.check().await.map(|found| found.record), Some(asked));
         assert_eq!(events.at(tracing::Level::INFO).len(), 1);
         drop(redis);

@@ -14,9 +14,12 @@ use tokio::time::{Instant, timeout, timeout_at};
 
 use super::link::describe;
 use super::record::{Fault, Found, read_ask, read_extend, storable};
-use super::{EXTEND, Fleet, LATE, Record, Shared, SharedHold, millis};
+use super::{EXTEND, SharedHold, millis};
 use crate::clock::later;
 use crate::limits::budget::Figure;
+#[cfg(test)]
+use crate::limits::fleet::Turn;
+use crate::limits::fleet::{Checked, LATE, Record, Shared};
 use crate::lock::Unpoisoned;
 
 /// The fleet's hold read, its budget set from the figure given and taken
@@ -131,7 +134,7 @@ return {pttl, value, code, n, ms, field}";
 
 /// What an attempt does to the fleet's budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Act {
+pub(super) enum Act {
     /// Takes one from it: an attempt about to go.
     Take,
     /// Only writes the figure given (and reads the hold): the tests' look
@@ -146,24 +149,17 @@ pub(crate) enum Act {
 
 /// What an attempt asks of the fleet.
 #[derive(Clone, Debug)]
-pub(crate) struct Ask {
-    pub(crate) act: Act,
+pub(super) struct Ask {
+    pub(super) act: Act,
     /// The latest figure this process read.
-    pub(crate) set: Option<Figure>,
-}
-
-/// What the fleet answered: its hold in force, and what its budget said.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Checked {
-    pub(crate) hold: Option<Shared>,
-    pub(crate) budget: Fleet,
+    pub(super) set: Option<Figure>,
 }
 
 impl SharedHold {
     /// The fleet's hold in force now, if any, within the wait (an ask that
     /// takes nothing and writes nothing).
     #[cfg(test)]
-    pub(crate) async fn check(self: &Arc<Self>) -> Option<Shared> {
+    pub(super) async fn check(self: &Arc<Self>) -> Option<Shared> {
         let ask = Ask {
             act: Act::Write,
             set: None,
@@ -175,9 +171,9 @@ impl SharedHold {
     /// budget (none drops it), a hold an answer's fields started is lifted,
     /// and `hold`, the one this answer's fields started (the time left and
     /// its record), if any, is set in its place. One round trip (both
-    /// scripts pipelined), bounded as [`SharedHold::extend`] is; whether
+    /// scripts pipelined), bounded as [`SharedHold::write_hold`] is; whether
     /// Redis answered.
-    pub(crate) async fn correct(
+    pub(super) async fn write_correction(
         &self,
         set: Option<Figure>,
         hold: Option<(Duration, Record)>,
@@ -216,8 +212,8 @@ impl SharedHold {
     /// until it answers again); so does a key holding a value this code did
     /// not write (one warning until a good one is read). A Redis that
     /// answers after the wait gives `None` now, and its answer to
-    /// [`SharedHold::late`].
-    pub(crate) async fn ask(self: &Arc<Self>, ask: Ask) -> Option<Checked> {
+    /// [`SharedHold::late_answer`].
+    pub(super) async fn ask(self: &Arc<Self>, ask: Ask) -> Option<Checked> {
         let now = Instant::now();
         let ticket = self.ticket(now)?;
         let until = later(now, self.wait);
@@ -273,7 +269,7 @@ impl SharedHold {
 
     /// The answer that came after its send stopped waiting, if one did
     /// since the last call, and when it came.
-    pub(crate) fn late(&self) -> Option<(Instant, Checked)> {
+    pub(super) fn late_answer(&self) -> Option<(Instant, Checked)> {
         self.late.lock_unpoisoned().take()
     }
 
@@ -354,15 +350,15 @@ mod tests {
     use reqwest::header::HeaderValue;
 
     use super::*;
-    use crate::limits::shared::server::Redis;
-    use crate::limits::shared::tests::{record, scouting_at};
-    use crate::limits::shared::{GRACE, PROBE};
-    use crate::refusal::evidence::retry::Quoted;
+    use crate::limits::dialects::Quoted;
+    use crate::limits::redis::server::Redis;
+    use crate::limits::redis::tests::{record, scouting_at};
+    use crate::limits::redis::{GRACE, PROBE};
 
     const SECOND: Duration = Duration::from_secs(1);
 
     // These tests are of what Redis keeps, not of the wait.
-    use crate::limits::shared::tests::patient_at as hold_at;
+    use crate::limits::redis::tests::patient_at as hold_at;
 
     /// A figure of `left` for `reset`, read `age` ago.
     fn figure(left: u64, reset: Duration, age: Duration) -> Option<Figure> {
@@ -374,7 +370,7 @@ mod tests {
         })
     }
 
-    async fn take(shared: &Arc<SharedHold>, set: Option<Figure>) -> Fleet {
+    async fn take(shared: &Arc<SharedHold>, set: Option<Figure>) -> Turn {
         let ask = Ask {
             act: Act::Take,
             set,
@@ -386,21 +382,21 @@ mod tests {
     async fn the_fleets_budget_is_set_taken_from_and_spent() {
         let redis = Redis::start();
         let (one, other) = (hold_at(&redis.url()), hold_at(&redis.url()));
-        assert_eq!(take(&one, None).await, Fleet::Open, "no budget, no cost");
+        assert_eq!(take(&one, None).await, Turn::Open, "no budget, no cost");
         let set = figure(2, SECOND, Duration::ZERO);
         assert!(matches!(
             take(&one, set.clone()).await,
-            Fleet::Took { left: 1, .. }
+            Turn::Took { left: 1, .. }
         ));
         assert!(matches!(
             take(&other, None).await,
-            Fleet::Took { left: 0, .. }
+            Turn::Took { left: 0, .. }
         ));
-        assert!(matches!(take(&one, None).await, Fleet::Spent { reset, .. } if reset <= SECOND));
+        assert!(matches!(take(&one, None).await, Turn::Spent { reset, .. } if reset <= SECOND));
         // A higher figure within the window gives nothing back.
         assert!(matches!(
             take(&other, set.clone()).await,
-            Fleet::Spent { .. }
+            Turn::Spent { .. }
         ));
     }
 
@@ -411,18 +407,18 @@ mod tests {
         let short = Duration::from_millis(100);
         assert!(matches!(
             take(&one, figure(0, short, Duration::ZERO)).await,
-            Fleet::Spent { .. }
+            Turn::Spent { .. }
         ));
         tokio::time::sleep(short + Duration::from_millis(20)).await;
         // A figure read before the window ended says nothing of the next.
         let stale = figure(5, SECOND, short + Duration::from_millis(20));
-        assert_eq!(take(&one, stale).await, Fleet::Probe);
+        assert_eq!(take(&one, stale).await, Turn::First);
         let asked = std::time::Instant::now();
         match take(&other, None).await {
-            Fleet::Probing { reset } => assert!(reset <= PROBE),
+            Turn::AfterFirst { reset } => assert!(reset <= PROBE),
             // A machine so busy that the first one's turn passed: the next
             // goes first in its place.
-            Fleet::Probe => assert!(asked.elapsed() >= PROBE / 2),
+            Turn::First => assert!(asked.elapsed() >= PROBE / 2),
             other => panic!("{other:?}"),
         }
         // The first send's answer opens the new window for every member.
@@ -434,7 +430,7 @@ mod tests {
         assert!(one.ask(write).await.is_some());
         assert!(matches!(
             take(&other, None).await,
-            Fleet::Took { left: 3, .. }
+            Turn::Took { left: 3, .. }
         ));
         let ttl: i64 = redis::cmd("PTTL")
             .arg("meterwire:budget:acme:engine.example:443")
@@ -451,9 +447,9 @@ mod tests {
         let set = figure(3, SECOND, Duration::ZERO);
         assert!(matches!(
             take(&shared, set).await,
-            Fleet::Took { left: 2, .. }
+            Turn::Took { left: 2, .. }
         ));
-        shared.extend(SECOND, &record("HTTP 429", SECOND)).await;
+        shared.write_hold(SECOND, &record("HTTP 429", SECOND)).await;
         let checked = shared
             .ask(Ask {
                 act: Act::Take,
@@ -462,7 +458,7 @@ mod tests {
             .await
             .expect("Redis answers");
         assert!(checked.hold.is_some());
-        assert_eq!(checked.budget, Fleet::Open);
+        assert_eq!(checked.budget, Turn::Open);
         let left: String = redis::cmd("HGET")
             .arg("meterwire:budget:acme:engine.example:443")
             .arg("left")
@@ -481,11 +477,11 @@ mod tests {
             .arg("not a hash")
             .query(&mut redis.connection())
             .expect("SET");
-        assert_eq!(take(&shared, None).await, Fleet::Open);
+        assert_eq!(take(&shared, None).await, Turn::Open);
         let set = figure(1, SECOND, Duration::ZERO);
         assert!(matches!(
             take(&shared, set).await,
-            Fleet::Took { left: 0, .. }
+            Turn::Took { left: 0, .. }
         ));
         let _: () = redis::cmd("HSET")
             .arg(key)
@@ -495,7 +491,7 @@ mod tests {
             .arg("lots")
             .query(&mut redis.connection())
             .expect("HSET");
-        assert_eq!(take(&shared, None).await, Fleet::Open);
+        assert_eq!(take(&shared, None).await, Turn::Open);
     }
 
     fn quoted() -> Quoted {
@@ -524,20 +520,20 @@ mod tests {
         });
         // The first ask that meets the window takes the lease: nobody goes.
         match take(&one, spent.clone()).await {
-            Fleet::Spent { field, .. } => assert_eq!(field, Some(quoted())),
+            Turn::Spent { field, .. } => assert_eq!(field, Some(quoted())),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(take(&other, None).await, Fleet::Spent { .. }));
+        assert!(matches!(take(&other, None).await, Turn::Spent { .. }));
         for _ in 0..2 {
             tokio::time::sleep(PAST).await;
             // Of two members asking at once, one goes.
             let (a, b) = tokio::join!(take(&one, None), take(&other, None));
-            let scouts = [&a, &b].iter().filter(|f| ***f == Fleet::Scout).count();
+            let scouts = [&a, &b].iter().filter(|f| ***f == Turn::Scout).count();
             assert_eq!(scouts, 1, "{a:?}, {b:?}");
-            assert!(matches!(take(&one, None).await, Fleet::Spent { .. }));
+            assert!(matches!(take(&one, None).await, Turn::Spent { .. }));
             // Its answer says the same: the window stands.
-            one.correct(spent.clone(), None).await;
-            assert!(matches!(take(&other, None).await, Fleet::Spent { .. }));
+            one.write_correction(spent.clone(), None).await;
+            assert!(matches!(take(&other, None).await, Turn::Spent { .. }));
         }
         // An answer that says there is room replaces the window, higher
         // though its figure is.
@@ -546,15 +542,12 @@ mod tests {
             ..spent.clone().expect("a figure")
         });
         tokio::time::sleep(PAST).await;
-        assert_eq!(take(&other, None).await, Fleet::Scout);
-        other.correct(room, None).await;
-        assert!(matches!(
-            take(&one, None).await,
-            Fleet::Took { left: 4, .. }
-        ));
+        assert_eq!(take(&other, None).await, Turn::Scout);
+        other.write_correction(room, None).await;
+        assert!(matches!(take(&one, None).await, Turn::Took { left: 4, .. }));
         // One with no figure drops the budget.
-        other.correct(None, None).await;
-        assert_eq!(take(&one, None).await, Fleet::Open);
+        other.write_correction(None, None).await;
+        assert_eq!(take(&one, None).await, Turn::Open);
     }
 
     #[tokio::test]
@@ -575,13 +568,13 @@ mod tests {
                 10 * SECOND,
             )
         };
-        shared.extend(10 * SECOND, &said).await;
+        shared.write_hold(10 * SECOND, &said).await;
         let met = asks(shared.clone()).await;
         assert_eq!(met.hold.map(|found| found.record), Some(said.clone()));
-        assert_eq!(met.budget, Fleet::Open);
+        assert_eq!(met.budget, Turn::Open);
         tokio::time::sleep(PAST).await;
-        assert_eq!(asks(shared.clone()).await.budget, Fleet::Scout);
-        assert_eq!(asks(shared.clone()).await.budget, Fleet::Open);
+        assert_eq!(asks(shared.clone()).await.budget, Turn::Scout);
+        assert_eq!(asks(shared.clone()).await.budget, Turn::Open);
         // The scout's answer still says nothing is left, for less time: its
         // hold replaces the longer one.
         let shorter = Record {
@@ -589,22 +582,22 @@ mod tests {
             ..said.clone()
         };
         shared
-            .correct(None, Some((2 * SECOND, shorter.clone())))
+            .write_correction(None, Some((2 * SECOND, shorter.clone())))
             .await;
         let found = shared.check().await.expect("the scout's hold");
         assert_eq!(found.record, shorter);
         assert!(found.left <= 2 * SECOND);
         // Room: lifted.
-        shared.correct(None, None).await;
+        shared.write_correction(None, None).await;
         assert_eq!(shared.check().await, None);
         // A refusal's hold is never scouted, nor lifted by a scout's answer.
         let refused = record("HTTP 429", 10 * SECOND);
-        shared.extend(10 * SECOND, &refused).await;
+        shared.write_hold(10 * SECOND, &refused).await;
         for _ in 0..3 {
-            assert_eq!(asks(shared.clone()).await.budget, Fleet::Open);
+            assert_eq!(asks(shared.clone()).await.budget, Turn::Open);
             tokio::time::sleep(PAST).await;
         }
-        shared.correct(None, None).await;
+        shared.write_correction(None, None).await;
         assert_eq!(
             shared.check().await.map(|found| found.record),
             Some(refused)

@@ -1,7 +1,12 @@
-//! The rate-limit fields of an answer, in the four dialects engines send,
-//! read into one [`Fields`]: what is left of the requests window with the
-//! least left (the budget), and the longest wait among the windows with
-//! nothing left (a hold).
+//! The rate-limit fields of an answer, in the dialects engines send, read
+//! into one [`Fields`]: what is left of the requests window with the least
+//! left (the budget), and the longest wait among the windows with nothing
+//! left (a hold).
+//!
+//! The dialects are a table ([`DIALECTS`]), each entry a window some engine
+//! names in three fields of its own, what it counts ([`Unit`]) and how its
+//! reset is written besides a bare number; the IETF structured field, which
+//! names every window in one, is read beside it:
 //!
 //! | dialect | remaining | reset |
 //! |---|---|---|
@@ -10,6 +15,10 @@
 //! | OpenAI | `x-ratelimit-remaining-{requests,tokens}` | `x-ratelimit-reset-…`, `1.2s`, `6m0s`, `120ms` |
 //! | Anthropic | `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-remaining` | `…-reset`, an RFC 3339 time |
 //! | the common convention | `x-ratelimit-remaining` | `x-ratelimit-reset`, seconds |
+//!
+//! Most answers carry none of these fields, so an answer is first looked
+//! over for any name the table holds ([`named`]), derived from the table
+//! itself: a dialect added to it is never skipped.
 //!
 //! In every dialect a reset that is a bare number (no unit) is read the
 //! same way, as engines write it rather than as the dialect's document
@@ -23,25 +32,211 @@
 //! fractional or huge "remaining" names no window); a reset that is not in
 //! the future is no window; a reset too far off saturates, and the limits
 //! cut it to their ceiling. Nothing here panics, and the work is bounded
-//! by the headers' own size.
+//! by the headers' own size. The forms a reset is written in are read in
+//! [`crate::hint`].
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use super::super::header_text;
-use super::{duration, ratelimit_param};
+use crate::hint::{Bare, duration, header_text, rfc3339};
 use crate::text::{bound_whole, tame};
+
+/// What a limit counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Requests,
+    Tokens,
+    InputTokens,
+    OutputTokens,
+    /// An IETF quota unit other than requests (`qu="content-bytes"`).
+    Other,
+}
+
+impl Unit {
+    /// The unit as a reason names it.
+    pub(crate) fn counted(self) -> &'static str {
+        match self {
+            Unit::Requests => "requests",
+            Unit::Tokens => "tokens",
+            Unit::InputTokens => "input tokens",
+            Unit::OutputTokens => "output tokens",
+            Unit::Other => "units",
+        }
+    }
+}
+
+/// How a dialect writes a reset when it is not a bare number.
+#[derive(Clone, Copy, Debug)]
+enum Written {
+    /// Only bare numbers.
+    Bare,
+    /// A Go duration (`1s`, `6m0s`, `120ms`), as OpenAI writes it.
+    GoDuration,
+    /// An RFC 3339 time, as Anthropic writes it.
+    Rfc3339,
+}
+
+/// One window a dialect names in three fields of its own.
+#[derive(Debug)]
+pub(crate) struct Dialect {
+    unit: Unit,
+    limit: &'static str,
+    remaining: &'static str,
+    reset: &'static str,
+    written: Written,
+}
+
+const fn window(
+    unit: Unit,
+    [limit, remaining, reset]: [&'static str; 3],
+    written: Written,
+) -> Dialect {
+    Dialect {
+        unit,
+        limit,
+        remaining,
+        reset,
+        written,
+    }
+}
+
+/// The dialects, each entry with its source. Read in this order: among
+/// windows that leave as little, or reset as late, the first read wins.
+pub(crate) const DIALECTS: [Dialect; 8] = [
+    // The older IETF draft (draft-ietf-httpapi-ratelimit-headers-03 and
+    // before), in three fields.
+    window(
+        Unit::Requests,
+        ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"],
+        Written::GoDuration,
+    ),
+    // OpenAI (platform.openai.com/docs/guides/rate-limits): a requests and
+    // a tokens window, their resets Go durations.
+    window(
+        Unit::Requests,
+        [
+            "x-ratelimit-limit-requests",
+            "x-ratelimit-remaining-requests",
+            "x-ratelimit-reset-requests",
+        ],
+        Written::GoDuration,
+    ),
+    window(
+        Unit::Tokens,
+        [
+            "x-ratelimit-limit-tokens",
+            "x-ratelimit-remaining-tokens",
+            "x-ratelimit-reset-tokens",
+        ],
+        Written::GoDuration,
+    ),
+    // Anthropic (docs.anthropic.com/en/api/rate-limits): four windows,
+    // their resets RFC 3339 times.
+    window(
+        Unit::Requests,
+        [
+            "anthropic-ratelimit-requests-limit",
+            "anthropic-ratelimit-requests-remaining",
+            "anthropic-ratelimit-requests-reset",
+        ],
+        Written::Rfc3339,
+    ),
+    window(
+        Unit::Tokens,
+        [
+            "anthropic-ratelimit-tokens-limit",
+            "anthropic-ratelimit-tokens-remaining",
+            "anthropic-ratelimit-tokens-reset",
+        ],
+        Written::Rfc3339,
+    ),
+    window(
+        Unit::InputTokens,
+        [
+            "anthropic-ratelimit-input-tokens-limit",
+            "anthropic-ratelimit-input-tokens-remaining",
+            "anthropic-ratelimit-input-tokens-reset",
+        ],
+        Written::Rfc3339,
+    ),
+    window(
+        Unit::OutputTokens,
+        [
+            "anthropic-ratelimit-output-tokens-limit",
+            "anthropic-ratelimit-output-tokens-remaining",
+            "anthropic-ratelimit-output-tokens-reset",
+        ],
+        Written::Rfc3339,
+    ),
+    // The common convention (GitHub's, and many gateways'): seconds, or a
+    // Unix time.
+    window(
+        Unit::Requests,
+        [
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+        ],
+        Written::Bare,
+    ),
+];
+
+/// The IETF structured field (draft-ietf-httpapi-ratelimit-headers), which
+/// names every window in one (`"default";r=12;t=30`), and its policies.
+const STRUCTURED: &str = "ratelimit";
+const POLICY: &str = "ratelimit-policy";
+
+/// Every field the table reads.
+const NAMES: [&str; 2 + 3 * DIALECTS.len()] = {
+    let mut names = [STRUCTURED; 2 + 3 * DIALECTS.len()];
+    names[1] = POLICY;
+    let mut i = 0;
+    while i < DIALECTS.len() {
+        names[2 + 3 * i] = DIALECTS[i].limit;
+        names[3 + 3 * i] = DIALECTS[i].remaining;
+        names[4 + 3 * i] = DIALECTS[i].reset;
+        i += 1;
+    }
+    names
+};
+
+/// The first bytes of the names the table reads, for a look at a header's
+/// name that is one table load for most of them.
+const FIRST_BYTES: [bool; 256] = {
+    let mut first = [false; 256];
+    let mut i = 0;
+    while i < NAMES.len() {
+        first[NAMES[i].as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    first
+};
+
+/// `name` (a header's, in lower case) as the table names it, when it is
+/// one the table reads.
+pub(crate) fn named(name: &str) -> Option<&'static str> {
+    let first = *name.as_bytes().first()?;
+    if !FIRST_BYTES[usize::from(first)] {
+        return None;
+    }
+    NAMES.into_iter().find(|known| *known == name)
+}
+
+/// Whether `headers` may hold a field: most answers carry none of the
+/// names the table reads, and one look at each name the answer has is
+/// cheaper than a lookup of each of the two dozen names.
+fn any(headers: &HeaderMap) -> bool {
+    headers.keys().any(|name| named(name.as_str()).is_some())
+}
 
 /// One window an answer named: what is left of which limit, and until
 /// when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Left {
-    /// What the limit counts, as a reason names it: `requests`, `tokens`,
-    /// `input tokens`, `output tokens`, or `units` for an IETF quota unit
-    /// other than requests.
-    pub(crate) what: &'static str,
+    /// What the limit counts.
+    pub(crate) unit: Unit,
     pub(crate) remaining: u64,
     /// The window's limit, when the answer named it.
     pub(crate) limit: Option<u64>,
@@ -69,21 +264,6 @@ pub(crate) const MAX_QUOTED: usize = 100;
 impl Quoted {
     pub(crate) fn new(name: &'static str, value: HeaderValue) -> Quoted {
         Quoted { name, value }
-    }
-
-    /// A quote as [`Quoted`]'s `Display` writes it (`name: value`), read
-    /// back from where another process stored it: the name must be one of
-    /// the dialects' resets, the value at most [`MAX_QUOTED`] characters of
-    /// printable ASCII.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn parse(text: &str) -> Option<Quoted> {
-        let (name, value) = text.split_once(": ")?;
-        let name = RESETS.into_iter().find(|known| *known == name)?;
-        let printable = value.bytes().all(|b| (0x20..0x7f).contains(&b));
-        if value.trim().is_empty() || value.len() > MAX_QUOTED || !printable {
-            return None;
-        }
-        Some(Quoted::new(name, HeaderValue::from_str(value).ok()?))
     }
 
     /// The value as a reason shows it: control characters tamed, at most
@@ -120,89 +300,6 @@ pub(crate) struct Fields {
 /// costs no more than this.
 const MAX_ITEMS: usize = 16;
 
-/// Above this, a bare reset is a Unix time in seconds, not seconds.
-const UNIX_SECONDS_FROM: u64 = 1_000_000_000;
-
-/// Above this, a bare reset is a Unix time in milliseconds.
-const UNIX_MILLIS_FROM: u64 = 1_000_000_000_000;
-
-/// How a dialect writes a reset when it is not a bare number.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Written {
-    /// Only bare numbers.
-    Bare,
-    /// A Go duration (`1s`, `6m0s`, `120ms`), as OpenAI writes it.
-    GoDuration,
-    /// An RFC 3339 time, as Anthropic writes it.
-    Rfc3339,
-}
-
-const OPENAI: [(&str, &str, &str, &str); 2] = [
-    (
-        "requests",
-        "x-ratelimit-limit-requests",
-        "x-ratelimit-remaining-requests",
-        "x-ratelimit-reset-requests",
-    ),
-    (
-        "tokens",
-        "x-ratelimit-limit-tokens",
-        "x-ratelimit-remaining-tokens",
-        "x-ratelimit-reset-tokens",
-    ),
-];
-
-const ANTHROPIC: [(&str, &str, &str, &str); 4] = [
-    (
-        "requests",
-        "anthropic-ratelimit-requests-limit",
-        "anthropic-ratelimit-requests-remaining",
-        "anthropic-ratelimit-requests-reset",
-    ),
-    (
-        "tokens",
-        "anthropic-ratelimit-tokens-limit",
-        "anthropic-ratelimit-tokens-remaining",
-        "anthropic-ratelimit-tokens-reset",
-    ),
-    (
-        "input tokens",
-        "anthropic-ratelimit-input-tokens-limit",
-        "anthropic-ratelimit-input-tokens-remaining",
-        "anthropic-ratelimit-input-tokens-reset",
-    ),
-    (
-        "output tokens",
-        "anthropic-ratelimit-output-tokens-limit",
-        "anthropic-ratelimit-output-tokens-remaining",
-        "anthropic-ratelimit-output-tokens-reset",
-    ),
-];
-
-/// Every field a reset is read from, as a quote names it.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
-const RESETS: [&str; 9] = [
-    "ratelimit",
-    "ratelimit-reset",
-    OPENAI[0].3,
-    OPENAI[1].3,
-    ANTHROPIC[0].3,
-    ANTHROPIC[1].3,
-    ANTHROPIC[2].3,
-    ANTHROPIC[3].3,
-    "x-ratelimit-reset",
-];
-
-/// Whether `headers` may hold a field: most answers carry none of the
-/// headers read, and every one read has `ratelimit` in its name, so one
-/// look at each name the answer has is cheaper than a lookup of each of
-/// the two dozen names.
-fn any(headers: &HeaderMap) -> bool {
-    headers
-        .keys()
-        .any(|name| name.as_str().contains("ratelimit"))
-}
-
 impl Fields {
     /// The fields of `headers` (concealed at the door), resets measured
     /// from now: the clock is read only when there are any.
@@ -222,34 +319,13 @@ impl Fields {
         }
         ietf(headers, &mut fields, now);
         let figure = |name| header_text(headers, name).and_then(count);
-        let reset = |name, written| reset_field(headers, name, written, now);
-        if let (Some(remaining), Some(reset)) = (
-            figure("ratelimit-remaining"),
-            reset("ratelimit-reset", Written::GoDuration),
-        ) {
-            let limit = figure("ratelimit-limit");
-            fields.add("requests", remaining, limit, reset);
-        }
-        for (what, limit, remaining, name) in OPENAI {
-            if let (Some(remaining), Some(reset)) =
-                (figure(remaining), reset(name, Written::GoDuration))
-            {
-                fields.add(what, remaining, figure(limit), reset);
+        for dialect in &DIALECTS {
+            if let (Some(remaining), Some(reset)) = (
+                figure(dialect.remaining),
+                reset_field(headers, dialect.reset, dialect.written, now),
+            ) {
+                fields.add(dialect.unit, remaining, figure(dialect.limit), reset);
             }
-        }
-        for (what, limit, remaining, name) in ANTHROPIC {
-            if let (Some(remaining), Some(reset)) =
-                (figure(remaining), reset(name, Written::Rfc3339))
-            {
-                fields.add(what, remaining, figure(limit), reset);
-            }
-        }
-        if let (Some(remaining), Some(reset)) = (
-            figure("x-ratelimit-remaining"),
-            reset("x-ratelimit-reset", Written::Bare),
-        ) {
-            let limit = figure("x-ratelimit-limit");
-            fields.add("requests", remaining, limit, reset);
         }
         fields
     }
@@ -259,7 +335,7 @@ impl Fields {
     /// the one so far becomes the hold. A reset of zero is no window.
     fn add(
         &mut self,
-        what: &'static str,
+        unit: Unit,
         remaining: u64,
         limit: Option<u64>,
         (reset, field): (Duration, Quoted),
@@ -271,7 +347,7 @@ impl Fields {
         // far as its limit.
         let remaining = limit.map_or(remaining, |limit| remaining.min(limit));
         let left = Left {
-            what,
+            unit,
             remaining,
             limit,
             reset,
@@ -285,7 +361,7 @@ impl Fields {
         {
             self.exhausted = Some(left.clone());
         }
-        if what == "requests"
+        if unit == Unit::Requests
             && self
                 .budget
                 .as_ref()
@@ -302,17 +378,17 @@ impl Fields {
 /// it; and the older drafts' one-item form (`limit=10, remaining=0,
 /// reset=7`).
 fn ietf(headers: &HeaderMap, fields: &mut Fields, now: SystemTime) {
-    let (Some(field), Some(value)) = (header_text(headers, "ratelimit"), headers.get("ratelimit"))
+    let (Some(field), Some(value)) = (header_text(headers, STRUCTURED), headers.get(STRUCTURED))
     else {
         return;
     };
-    let quoted = || Quoted::new("ratelimit", value.clone());
-    let policy = header_text(headers, "ratelimit-policy");
+    let quoted = || Quoted::new(STRUCTURED, value.clone());
+    let policy = header_text(headers, POLICY);
     let mut any = false;
     for item in field.split(',').take(MAX_ITEMS) {
         let (Some(remaining), Some(reset)) = (
             ratelimit_param(item, "r"),
-            ratelimit_param(item, "t").and_then(|t| reset(t, Written::GoDuration, now)),
+            ratelimit_param(item, "t").and_then(|t| ietf_reset(t, now)),
         ) else {
             continue;
         };
@@ -329,20 +405,20 @@ fn ietf(headers: &HeaderMap, fields: &mut Fields, now: SystemTime) {
         });
         let limit = policy.and_then(|p| ratelimit_param(p, "q")).and_then(count);
         let unit = policy.and_then(|p| ratelimit_param(p, "qu"));
-        let what = match unit.map(|unit| unit.trim_matches('"')) {
-            None | Some("requests") => "requests",
-            Some(_) => "units",
+        let unit = match unit.map(|unit| unit.trim_matches('"')) {
+            None | Some("requests") => Unit::Requests,
+            Some(_) => Unit::Other,
         };
-        fields.add(what, remaining, limit, (reset, quoted()));
+        fields.add(unit, remaining, limit, (reset, quoted()));
     }
     if !any
         && let (Some(remaining), Some(reset)) = (
             ratelimit_param(field, "remaining").and_then(count),
-            ratelimit_param(field, "reset").and_then(|t| reset(t, Written::GoDuration, now)),
+            ratelimit_param(field, "reset").and_then(|t| ietf_reset(t, now)),
         )
     {
         let limit = ratelimit_param(field, "limit").and_then(count);
-        fields.add("requests", remaining, limit, (reset, quoted()));
+        fields.add(Unit::Requests, remaining, limit, (reset, quoted()));
     }
 }
 
@@ -368,11 +444,17 @@ fn reset_field(
     Some((reset, Quoted::new(name, headers.get(name)?.clone())))
 }
 
+/// A reset as an IETF field (`t=`, `ratelimit-reset`) writes it, measured
+/// from `now`.
+pub(crate) fn ietf_reset(text: &str, now: SystemTime) -> Option<Duration> {
+    reset(text, Written::GoDuration, now)
+}
+
 /// A reset measured from `now`: a bare number as every dialect's is read
 /// (seconds, or a Unix time above 10^9, in milliseconds above 10^12), else
 /// as the dialect writes it. `None` for text that is neither, or a time not
 /// in the future.
-pub(super) fn reset(text: &str, written: Written, now: SystemTime) -> Option<Duration> {
+fn reset(text: &str, written: Written, now: SystemTime) -> Option<Duration> {
     let text = text.trim();
     if let Some(bare) = Bare::read(text) {
         return bare.reset_from(now);
@@ -384,134 +466,22 @@ pub(super) fn reset(text: &str, written: Written, now: SystemTime) -> Option<Dur
     }
 }
 
-/// A number without a unit: digits, and a fraction after a `.`.
-struct Bare {
-    /// The whole part, saturated to `u64::MAX`.
-    whole: u64,
-    /// The fraction, in billionths (its first nine digits).
-    nanos: u64,
-}
-
-impl Bare {
-    fn read(text: &str) -> Option<Bare> {
-        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-        let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
-        if whole.is_empty() || !digits(whole) || !digits(fraction) {
-            return None;
-        }
-        Some(Bare {
-            whole: whole.parse().unwrap_or(u64::MAX),
-            nanos: fraction_nanos(fraction),
-        })
-    }
-
-    /// The time from `now` to the reset it names: a Unix time in
-    /// milliseconds above 10^12, in seconds above 10^9, else seconds; a
-    /// Unix time not in the future is none.
-    fn reset_from(&self, now: SystemTime) -> Option<Duration> {
-        let fraction = Duration::from_nanos(self.nanos);
-        let since_epoch = if self.whole > UNIX_MILLIS_FROM {
-            Duration::from_millis(self.whole).saturating_add(fraction / 1000)
-        } else if self.whole > UNIX_SECONDS_FROM {
-            Duration::from_secs(self.whole).saturating_add(fraction)
-        } else {
-            return Some(Duration::from_secs(self.whole).saturating_add(fraction));
-        };
-        UNIX_EPOCH
-            .checked_add(since_epoch)?
-            .duration_since(now)
-            .ok()
-    }
-}
-
-/// The nanoseconds of a decimal fraction's digits (the first nine read).
-fn fraction_nanos(digits: &str) -> u64 {
-    let mut nanos = 0u64;
-    let mut scale = 100_000_000u64;
-    for b in digits.bytes().take(9) {
-        nanos += u64::from(b - b'0') * scale;
-        scale /= 10;
-    }
-    nanos
-}
-
-/// An RFC 3339 time (`2026-12-01T23:50:38Z`, `2026-12-01T23:50:38.250+01:00`),
-/// as Anthropic writes its resets. Written here because the crates in the
-/// tree read HTTP dates only (`httpdate`), and a time library for one
-/// format is more than the format: fixed-width digits, checked ranges, and
-/// arithmetic in `i64` that cannot overflow for a four-digit year. A time
-/// before 1970 is `None`.
-pub(crate) fn rfc3339(text: &str) -> Option<SystemTime> {
-    let b = text.trim().as_bytes();
-    if b.len() < 20 || b.len() > 64 {
-        return None;
-    }
-    let num = |from: usize, len: usize| -> Option<i64> {
-        let part = b.get(from..from + len)?;
-        if !part.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        Some(part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
-    };
-    let at = |i: usize, c: &[u8]| b.get(i).is_some_and(|x| c.contains(x));
-    if !(at(4, b"-") && at(7, b"-") && at(10, b"Tt ") && at(13, b":") && at(16, b":")) {
-        return None;
-    }
-    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
-    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let days_in_month = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return None,
-    };
-    if day < 1 || day > days_in_month || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut nanos = 0;
-    if at(i, b".") {
-        let start = i + 1;
-        let end = start + b[start..].iter().take_while(|d| d.is_ascii_digit()).count();
-        if end == start {
-            return None;
-        }
-        // The digits are ASCII: the slice is valid UTF-8.
-        nanos = fraction_nanos(std::str::from_utf8(&b[start..end]).ok()?);
-        i = end;
-    }
-    let offset = match b.get(i..)? {
-        b"Z" | b"z" => 0,
-        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
-            let (h, m) = (num(i + 1, 2)?, num(i + 4, 2)?);
-            if h > 23 || m > 59 {
-                return None;
-            }
-            let offset = h * 3600 + m * 60;
-            if *sign == b'+' { offset } else { -offset }
-        }
-        _ => return None,
-    };
-    // Days from 1970-01-01 of a proleptic Gregorian date (the civil-days
-    // algorithm: years from March, so the leap day ends a year).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second.min(59) - offset;
-    let seconds = u64::try_from(seconds).ok()?;
-    UNIX_EPOCH.checked_add(Duration::new(seconds, u32::try_from(nanos).ok()?))
+/// A parameter of an IETF `RateLimit` field (`"default";r=0;t=30`): `r`
+/// is what is left, `t` the seconds until the quota resets.
+pub(crate) fn ratelimit_param<'v>(field: &'v str, key: &str) -> Option<&'v str> {
+    field
+        .split([';', ','])
+        .filter_map(|param| param.trim().split_once('='))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case(key))
+        .map(|(_, value)| value.trim())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
-    use crate::refusal::evidence::header_map as headers;
+    use crate::hint::header_map as headers;
 
     const NOW: Duration = Duration::from_secs(1_800_000_000);
 
@@ -628,37 +598,6 @@ mod tests {
     }
 
     #[test]
-    fn a_quote_reads_back_as_another_process_stored_it() {
-        let fields = read(&[
-            ("x-ratelimit-remaining-requests", "0"),
-            ("x-ratelimit-reset-requests", "1800000600"),
-        ]);
-        let field = fields.exhausted.expect("nothing left").field;
-        let text = field.to_string();
-        assert_eq!(text, "x-ratelimit-reset-requests: 1800000600");
-        assert_eq!(Quoted::parse(&text), Some(field));
-        let long = format!("ratelimit: {}", "r".repeat(MAX_QUOTED + 1));
-        for bad in [
-            "x-unknown: 5",
-            "ratelimit:5",
-            "ratelimit: ",
-            "ratelimit: a\u{7f}b",
-            "ratelimit: caf\u{e9}",
-            long.as_str(),
-        ] {
-            assert_eq!(Quoted::parse(bad), None, "{bad:?}");
-        }
-        let cut = read(&[(
-            "ratelimit",
-            format!("\"d\";r=0;t=5, {}", "x".repeat(300)).as_str(),
-        )]);
-        let quoted = cut.exhausted.expect("nothing left").field.to_string();
-        assert!(quoted.ends_with("...") && quoted.len() < 120, "{quoted}");
-        let back = Quoted::parse(&quoted).expect("a quote");
-        assert_eq!(back.to_string(), quoted, "shown once, shown the same again");
-    }
-
-    #[test]
     fn the_smallest_requests_window_wins_with_its_reset() {
         let fields = read(&[
             ("ratelimit", "\"minute\";r=50;t=60, \"second\";r=2;t=1"),
@@ -691,7 +630,7 @@ mod tests {
         assert_eq!(fields.budget, None);
         let held = fields.exhausted.expect("a hold");
         assert_eq!(
-            (held.what, held.reset),
+            (held.unit.counted(), held.reset),
             ("output tokens", Duration::from_secs(3))
         );
         let units = read(&[
@@ -699,7 +638,7 @@ mod tests {
             ("ratelimit-policy", "\"bytes\";q=1000;qu=\"content-bytes\""),
         ]);
         assert_eq!(units.budget, None);
-        assert_eq!(units.exhausted.map(|left| left.what), Some("units"));
+        assert_eq!(units.exhausted.map(|left| left.unit), Some(Unit::Other));
     }
 
     #[test]
@@ -777,32 +716,21 @@ mod tests {
     }
 
     #[test]
-    fn rfc3339_times_are_read_with_their_offsets() {
-        let at = |text| rfc3339(text).map(|t| t.duration_since(UNIX_EPOCH).ok());
-        assert_eq!(at("1970-01-01T00:00:00Z"), Some(Some(Duration::ZERO)));
-        assert_eq!(
-            at("2000-03-01T00:00:00Z"),
-            Some(Some(Duration::from_secs(951_868_800)))
-        );
-        assert_eq!(
-            at("2000-03-01T01:30:00+01:30"),
-            Some(Some(Duration::from_secs(951_868_800)))
-        );
-        assert_eq!(
-            at("2024-02-29t12:00:00.123456789123z"),
-            Some(Some(Duration::new(1_709_208_000, 123_456_789)))
-        );
-        for bad in [
-            "1969-12-31T23:59:59Z",
-            "2024-02-30T00:00:00Z",
-            "2024-01-01T24:00:00Z",
-            "2024-01-01T00:00:00",
-            "2024-01-01T00:00:00+1:00",
-            "2024-01-01T00:00:00.Z",
-            "２０２４-01-01T00:00:00Z",
+    fn every_name_the_table_reads_is_looked_at_and_no_other() {
+        for dialect in &DIALECTS {
+            for name in [dialect.limit, dialect.remaining, dialect.reset] {
+                assert_eq!(named(name), Some(name));
+            }
+        }
+        assert_eq!(named("ratelimit-policy"), Some("ratelimit-policy"));
+        for other in [
             "",
+            "content-type",
+            "x-ratelimit",
+            "retry-after",
+            "anthropic-version",
         ] {
-            assert_eq!(rfc3339(bad), None, "{bad}");
+            assert_eq!(named(other), None, "{other}");
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The fleet's hold as Redis keeps it and answers it: the [`Record`]
+//! The fleet's hold as Redis keeps it and answers it: the record
 //! stored under the key (`v1|<asked_at, Unix ms>|<asked, ms>|<why>` for a
 //! hold a refusal asked for, `v2|<asked_at>|<asked>|<why>|<field>` for one
 //! an answer's fields started, quoting the field; written with every number
@@ -7,14 +7,14 @@
 //! `GETRANGE` and to an extend's `EVAL` are read: into what a check
 //! [`Found`], or the [`Fault`] an exchange with Redis came to instead.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use redis::Value;
-use tokio::time::Instant;
+use reqwest::header::HeaderValue;
 
 use crate::clock::millis;
-use crate::limits::hold::Hold;
-use crate::refusal::evidence::retry::Quoted;
+use crate::limits::dialects::{MAX_QUOTED, Quoted, named};
+use crate::limits::fleet::{Record, Shared, Turn};
 
 /// The most of a value that is read back (`GETRANGE 0 255`): a key someone
 /// filled with megabytes costs no more than this.
@@ -37,28 +37,6 @@ const FORMAT: &str = "v1";
 /// ignores it, and keeps to its own hold.
 const SAID: &str = "v2";
 
-/// What the process that set a fleet's hold recorded of it: what the
-/// engine asked, and nothing of the token.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Record {
-    /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
-    pub(crate) why: String,
-    /// How long the engine asked for (saturated to what fits in u64 ms).
-    pub(crate) asked: Duration,
-    /// When it asked, by the wall clock, to the millisecond.
-    pub(crate) asked_at: SystemTime,
-    /// The field an answer said it in, as sent (see [`Hold::field`]).
-    pub(crate) field: Option<Quoted>,
-}
-
-/// The fleet's hold in force: how long is left, as Redis counts it, and
-/// what the process that set it recorded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Shared {
-    pub(crate) left: Duration,
-    pub(crate) record: Record,
-}
-
 /// Why an exchange with Redis came to nothing.
 pub(super) enum Fault {
     /// No answer within the wait: from the connect under way (which goes
@@ -77,28 +55,6 @@ pub(super) enum Fault {
     Late,
 }
 
-/// What the fleet's budget said to an ask.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Fleet {
-    /// No budget: the engine sends no fields, or the window is long past.
-    Open,
-    /// One was taken for this send; `left` is left for `reset`.
-    Took { left: u64, reset: Duration },
-    /// Nothing is left for `reset`, as `field` said.
-    Spent {
-        reset: Duration,
-        field: Option<Quoted>,
-    },
-    /// The window just reset, and this send goes first into it.
-    Probe,
-    /// The window just reset, and another send went first into it: its
-    /// answer is due within `reset`.
-    Probing { reset: Duration },
-    /// A window an answer's fields closed, and this send goes through it
-    /// as the fleet's scout.
-    Scout,
-}
-
 /// What a check found under the key.
 pub(super) enum Found {
     Nothing,
@@ -108,16 +64,6 @@ pub(super) enum Found {
 }
 
 impl Record {
-    /// What a hold of the process's own records for the fleet.
-    pub(crate) fn of(hold: &Hold) -> Record {
-        Record {
-            why: hold.why.clone(),
-            asked: hold.asked,
-            asked_at: hold.asked_at,
-            field: hold.field.clone(),
-        }
-    }
-
     /// `v1|<asked_at ms>|<asked ms>|<why>`, or `v2|…|<why>|<field>` when
     /// an answer's fields started it; every number saturated, a `why` the
     /// format cannot carry replaced, and the field's value cut so that the
@@ -180,7 +126,7 @@ impl Record {
             return None;
         }
         let field = match parts.next() {
-            Some(field) => Some(Quoted::parse(field)?),
+            Some(field) => Some(quoted(field)?),
             None if said => return None,
             None => None,
         };
@@ -193,37 +139,28 @@ impl Record {
     }
 }
 
-impl Shared {
-    /// The fleet's hold as this process holds it at `now`, cut to its own
-    /// ceiling as a hint of its own would be, `from` the shared hold as
-    /// [`SharedHold::shown`](super::SharedHold::shown) names it.
-    pub(crate) fn hold(&self, now: Instant, max_hold: Duration, from: String) -> Hold {
-        let record = &self.record;
-        let hold = Hold::cut(
-            now,
-            self.left,
-            max_hold,
-            record.asked_at,
-            record.asked,
-            record.why.clone(),
-        );
-        Hold {
-            field: record.field.clone(),
-            fleet: Some(from),
-            ..hold
-        }
-    }
-}
-
-/// A quoted field as the fleet's budget stores it: printable ASCII, its
-/// value cut to [`MAX_QUOTED`](crate::refusal::evidence::retry::MAX_QUOTED)
-/// characters (read back with [`Quoted::parse`]).
+/// A quoted field as the fleet stores it: printable ASCII, its value cut
+/// to [`MAX_QUOTED`] characters (read back with [`quoted`]).
 pub(super) fn storable(field: &Quoted) -> String {
     format!(
         "{}: {}",
         field.name,
-        ascii_within(&field.value(), crate::refusal::evidence::retry::MAX_QUOTED)
+        ascii_within(&field.value(), MAX_QUOTED)
     )
+}
+
+/// A quote as [`Quoted`]'s `Display` writes it (`name: value`), read back
+/// from where another process stored it: the name must be one the
+/// dialects read, the value at most [`MAX_QUOTED`] characters of printable
+/// ASCII.
+pub(super) fn quoted(text: &str) -> Option<Quoted> {
+    let (name, value) = text.split_once(": ")?;
+    let name = named(name)?;
+    let printable = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if value.trim().is_empty() || value.len() > MAX_QUOTED || !printable {
+        return None;
+    }
+    Some(Quoted::new(name, HeaderValue::from_str(value).ok()?))
 }
 
 /// `text` with every character that is not printable ASCII as `?`, cut to
@@ -277,7 +214,7 @@ fn read_check(answer: Value) -> Result<Found, Fault> {
 
 /// What an ask's `EVAL` answered: the hold's `PTTL` and value (read as a
 /// check's), then the budget's code and its two numbers.
-pub(super) fn read_ask(answer: Value) -> Result<(Found, Fleet), Fault> {
+pub(super) fn read_ask(answer: Value) -> Result<(Found, Turn), Fault> {
     let Value::Array(items) = answer else {
         return Err(Fault::Garbage);
     };
@@ -296,21 +233,21 @@ pub(super) fn read_ask(answer: Value) -> Result<(Found, Fleet), Fault> {
     };
     let reset = Duration::from_millis(number(ms)?.min(MAX_PX));
     let budget = match number(code)? {
-        0 => Fleet::Open,
-        1 => Fleet::Took {
+        0 => Turn::Open,
+        1 => Turn::Took {
             left: number(left)?,
             reset,
         },
-        2 => Fleet::Spent {
+        2 => Turn::Spent {
             reset,
             field: match field {
-                Value::BulkString(bytes) => std::str::from_utf8(bytes).ok().and_then(Quoted::parse),
+                Value::BulkString(bytes) => std::str::from_utf8(bytes).ok().and_then(quoted),
                 _ => None,
             },
         },
-        3 => Fleet::Probe,
-        4 => Fleet::Probing { reset },
-        5 => Fleet::Scout,
+        3 => Turn::First,
+        4 => Turn::AfterFirst { reset },
+        5 => Turn::Scout,
         _ => return Err(Fault::Garbage),
     };
     Ok((found, budget))
@@ -360,8 +297,11 @@ pub(super) fn error_code(code: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use tokio::time::Instant;
+
     use super::*;
-    use crate::limits::shared::tests::record;
+    use crate::limits::dialects::Fields;
+    use crate::limits::redis::tests::record;
 
     #[test]
     fn a_record_reads_back_and_anything_else_is_ignored() {
@@ -408,7 +348,7 @@ mod tests {
 
     #[test]
     fn a_hold_an_answers_fields_started_reads_back_with_its_field() {
-        let value = reqwest::header::HeaderValue::from_static("1796407068");
+        let value = HeaderValue::from_static("1796407068");
         let field = Quoted::new("x-ratelimit-reset-requests", value);
         let said = Record {
             field: Some(field.clone()),
@@ -428,7 +368,7 @@ mod tests {
         assert_eq!(Record::decode(encoded.as_bytes()), Some(said.clone()));
         // A long field is cut so that the whole is read back; a `why` with
         // the separator is replaced.
-        let long = reqwest::header::HeaderValue::from_str(&"7".repeat(300)).expect("a value");
+        let long = HeaderValue::from_str(&"7".repeat(300)).expect("a value");
         let cut = Record {
             field: Some(Quoted::new("ratelimit", long)),
             why: "w|".repeat(80),
@@ -453,6 +393,37 @@ mod tests {
         }
         let too_long = format!("v1|1|2|{}", "w".repeat(MAX_VALUE));
         assert_eq!(Record::decode(too_long.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_quote_reads_back_as_another_process_stored_it() {
+        let headers = crate::hint::header_map(&[
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "1800000600"),
+        ]);
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let fields = Fields::read(&headers, now);
+        let field = fields.exhausted.expect("nothing left").field;
+        let text = field.to_string();
+        assert_eq!(text, "x-ratelimit-reset-requests: 1800000600");
+        assert_eq!(quoted(&text), Some(field));
+        let long = format!("ratelimit: {}", "r".repeat(MAX_QUOTED + 1));
+        for bad in [
+            "x-unknown: 5",
+            "ratelimit:5",
+            "ratelimit: ",
+            "ratelimit: a\u{7f}b",
+            "ratelimit: caf\u{e9}",
+            long.as_str(),
+        ] {
+            assert_eq!(quoted(bad), None, "{bad:?}");
+        }
+        let long = format!("\"d\";r=0;t=5, {}", "x".repeat(300));
+        let cut = Fields::read(&crate::hint::header_map(&[("ratelimit", long)]), now);
+        let shown = cut.exhausted.expect("nothing left").field.to_string();
+        assert!(shown.ends_with("...") && shown.len() < 120, "{shown}");
+        let back = quoted(&shown).expect("a quote");
+        assert_eq!(back.to_string(), shown, "shown once, shown the same again");
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! One hold for a fleet: the engine's hold (`limits/`) kept in Redis as
-//! well as in the process, so that a `429` seen by one predictor process
-//! holds every process that shares the account.
+//! One hold for a fleet, in Redis: the [`Fleet`] the limits ask (cargo
+//! feature `redis`), so that a `429` seen by one predictor process holds
+//! every process that shares the account, and the budget an engine's
+//! answers give is spent once, by all of them.
 //!
 //! Each process learns the window only from its own `429`: four processes
 //! sent four requests into one spent window, and LLM gateways keep shared
@@ -16,11 +17,11 @@
 //!
 //! | case | Redis round trips |
 //! |---|---|
-//! | no hold anywhere (the common path) | 1: [`SharedHold::ask`], one `EVAL` that reads the hold, takes one from the fleet's budget, and writes the figure the last answer gave |
+//! | no hold anywhere (the common path) | 1: [`Fleet::take`], one `EVAL` that reads the hold, takes one from the fleet's budget, and writes the figure the last answer gave |
 //! | the fleet's hold is in force, or its budget spent | 1: the ask; the send is held (or waits), nothing goes to the engine |
-//! | the engine's answer starts or lengthens a hold | 2: the ask, then [`SharedHold::extend`] (one `EVAL`, in the background) |
+//! | the engine's answer starts or lengthens a hold | 2: the ask, then [`SharedHold::write_hold`] (one `EVAL`, in the background) |
 //! | the first send into a window that just reset | 2: the ask, then its answer's figure written at once, in the background, for the members waiting on it |
-//! | the fleet's scout through a window an answer's fields closed | 2: the ask, then [`SharedHold::correct`] (two `EVAL`s pipelined, in the background): what its answer said replaces what the fields had said |
+//! | the fleet's scout through a window an answer's fields closed | 2: the ask, then [`Fleet::correct`] (two `EVAL`s pipelined, in the background): what its answer said replaces what the fields had said |
 //! | a process's first send | the connect (TCP, TLS for `rediss://`, one pipelined handshake) and the check, all within the wait; a connect not done by then goes on in the background, for at most 2 s |
 //! | Redis down, silent or refusing | none while backing off (1 s, doubling to 16 s): the shared hold is skipped without waiting; one send per back-off tries again, for at most the wait |
 //!
@@ -90,7 +91,7 @@
 //!
 //! A later, shorter hint must not cut a fleet's hold short (a gateway's
 //! cooldown that kept its first, shorter deadline is the bug this avoids).
-//! The usual recipe is `SET … PX NX` then `PEXPIRE … GT`; [`SharedHold::extend`] runs
+//! The usual recipe is `SET … PX NX` then `PEXPIRE … GT`; [`SharedHold::write_hold`] runs
 //! the equivalent as one script instead: read the time left, and set the
 //! value with the new end only when that end is later. It is one round
 //! trip like the pipelined pair, and it also moves the record with the end,
@@ -101,11 +102,14 @@
 //!
 //! # Where it is
 //!
-//! This file holds [`SharedHold`]: building it, its check and extend, and
-//! the one bounded exchange each makes. [`ask`] holds the ask (its script,
-//! the budget, the scout) and a scout's correction; [`link`] its connection
-//! to Redis and what it knows of Redis's health; [`record`] the value
-//! stored under the key and how Redis's answers are read.
+//! This module is the whole of the `redis` feature's fleet: the limits
+//! reach it only through [`Fleet`], and the builder only to make one. This
+//! file holds [`SharedHold`]: building it, the hold's write, the one
+//! bounded exchange each write makes, and the [`Fleet`] it is. [`ask`]
+//! holds the ask (its script, the budget, the scout) and a scout's
+//! correction; [`link`] its connection to Redis and what it knows of
+//! Redis's health; [`record`] the value stored under the key and how
+//! Redis's answers are read; `server` the tests' real `redis-server`.
 
 mod ask;
 mod link;
@@ -128,23 +132,19 @@ use std::time::Duration;
 use redis::{Client, ConnectionAddr, Value};
 use tokio::time::{Instant, timeout_at};
 
-pub(crate) use self::ask::{Act, Ask, Checked};
+use self::ask::{Act, Ask};
 use self::link::{Link, describe};
 use self::record::{Fault, MAX_PX, MAX_VALUE, read_extend};
-pub(crate) use self::record::{Fleet, Record, Shared};
 use crate::clock::later;
 use crate::conceal::Concealer;
+use crate::limits::budget::Figure;
+use crate::limits::fleet::{Checked, Exchange, Fleet, LATE, Record};
 
 /// How long a send waits for Redis, connecting included, unless told.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(50);
 
 /// The longest key a caller may name.
 const MAX_KEY: usize = 256;
-
-/// How long an answer from Redis is waited for in the background after
-/// the send stopped waiting, and how long a write may take: past it, Redis
-/// is counted down.
-pub(crate) const LATE: Duration = Duration::from_secs(2);
 
 /// How long the one send let go first into a window that just reset is
 /// out before another may go first: the others wait on its answer.
@@ -300,11 +300,6 @@ impl SharedHold {
         format!("meterwire:hold:{scope}:{host}")
     }
 
-    /// How long a send waits for Redis.
-    pub(crate) fn wait(&self) -> Duration {
-        self.wait
-    }
-
     /// The shared hold as a refusal names it: `Redis host:port, key …`,
     /// concealed, never the password.
     pub(crate) fn shown(&self) -> String {
@@ -319,9 +314,9 @@ impl SharedHold {
     /// Makes the fleet's hold end no sooner than `left` from now, recording
     /// `record`: the end only ever grows, and the record moves with it.
     /// Bounded by the same wait; a Redis that fails is warned about as in
-    /// [`SharedHold::check`], and nothing else comes of it. Whether Redis
+    /// an ask, and nothing else comes of it. Whether Redis
     /// answered.
-    pub(crate) async fn extend(&self, left: Duration, record: &Record) -> bool {
+    pub(super) async fn write_hold(&self, left: Duration, record: &Record) -> bool {
         let ms = millis(left);
         if ms == 0 {
             return false;
@@ -375,6 +370,48 @@ impl SharedHold {
     }
 }
 
+/// The fleet, as the limits ask it: each exchange as [`SharedHold`]'s own
+/// methods make it.
+impl Fleet for SharedHold {
+    fn take(self: Arc<Self>, set: Option<Figure>) -> Exchange<Option<Checked>> {
+        Box::pin(async move {
+            let ask = Ask {
+                act: Act::Take,
+                set,
+            };
+            SharedHold::ask(&self, ask).await
+        })
+    }
+
+    fn late(&self) -> Option<(Instant, Checked)> {
+        SharedHold::late_answer(self)
+    }
+
+    fn extend(self: Arc<Self>, left: Duration, record: Record) -> Exchange<bool> {
+        Box::pin(async move { SharedHold::write_hold(&self, left, &record).await })
+    }
+
+    fn correct(
+        self: Arc<Self>,
+        set: Option<Figure>,
+        hold: Option<(Duration, Record)>,
+    ) -> Exchange<bool> {
+        Box::pin(async move { SharedHold::write_correction(&self, set, hold).await })
+    }
+
+    fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    fn shown(&self) -> String {
+        SharedHold::shown(self)
+    }
+
+    fn shown_budget(&self) -> String {
+        SharedHold::shown_budget(self)
+    }
+}
+
 impl fmt::Debug for SharedHold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedHold")
@@ -416,10 +453,7 @@ fn host_port(host: &str, port: u16) -> String {
 /// port.
 #[cfg(test)]
 #[allow(dead_code)]
-mod server;
-
-#[cfg(test)]
-mod scouts;
+pub(crate) mod server;
 
 #[cfg(test)]
 mod tests {
@@ -530,7 +564,7 @@ mod tests {
         let shared = hold_at(&redis.url());
         assert_eq!(shared.check().await, None);
         let asked = record("HTTP 429", Duration::from_secs(10));
-        shared.extend(Duration::from_secs(10), &asked).await;
+        shared.write_hold(Duration::from_secs(10), &asked).await;
         let found = shared.check().await.expect("the fleet's hold");
         assert_eq!(found.record, asked);
         assert!(found.left > Duration::from_secs(9) && found.left <= Duration::from_secs(10));
@@ -542,9 +576,9 @@ mod tests {
         let shared = hold_at(&redis.url());
         let key = SharedHold::default_key("acme", "engine.example:443");
         let first = record("HTTP 429", Duration::from_secs(10));
-        shared.extend(Duration::from_secs(10), &first).await;
+        shared.write_hold(Duration::from_secs(10), &first).await;
         shared
-            .extend(
+            .write_hold(
                 Duration::from_secs(2),
                 &record("HTTP 503", Duration::from_secs(2)),
             )
@@ -555,7 +589,7 @@ mod tests {
         );
         assert_eq!(shared.check().await.map(|found| found.record), Some(first));
         let longer = record("HTTP 503", Duration::from_secs(30));
-        shared.extend(Duration::from_secs(30), &longer).await;
+        shared.write_hold(Duration::from_secs(30), &longer).await;
         assert!(
             pttl(&redis, &key) > 29_000,
             "a longer hold did not lengthen it"
@@ -567,7 +601,7 @@ mod tests {
     async fn one_process_sees_the_hold_another_set() {
         let redis = Redis::start();
         let (one, other) = (hold_at(&redis.url()), hold_at(&redis.url()));
-        one.extend(
+        one.write_hold(
             Duration::from_secs(5),
             &record("HTTP 429", Duration::from_secs(5)),
         )
@@ -611,7 +645,7 @@ mod tests {
         assert_eq!(shared.check().await, None);
         // The next hold replaces any of them.
         let asked = record("HTTP 429", Duration::from_secs(5));
-        shared.extend(Duration::from_secs(5), &asked).await;
+        shared.write_hold(Duration::from_secs(5), &asked).await;
         assert_eq!(shared.check().await.map(|found| found.record), Some(asked));
         assert_eq!(events.at(tracing::Level::WARN).len(), 1);
     }
@@ -635,7 +669,7 @@ mod tests {
             written: false,
         };
         shared
-            .extend(Duration::from_secs(30), &Record::of(&hold))
+            .write_hold(Duration::from_secs(30), &Record::of(&hold))
             .await;
         assert!(shared.check().await.is_some());
         let forms = [
@@ -671,7 +705,7 @@ mod tests {
         let shared = hold_at("redis://127.0.0.1:6379/");
         send_sync(&shared);
         send(shared.check());
-        send(shared.extend(Duration::from_secs(1), &record("HTTP 429", Duration::ZERO)));
+        send(shared.write_hold(Duration::from_secs(1), &record("HTTP 429", Duration::ZERO)));
     }
 
     #[test]
