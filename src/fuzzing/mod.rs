@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::conceal::Concealer;
 use crate::hint::header_map as headers;
-use crate::limits::dialects::Fields;
+use crate::limits::dialects::RateFields;
 use crate::refusal::evidence::{challenge, request_id as id, retry, words};
 
 pub fn retry_delay(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration> {
@@ -18,7 +18,7 @@ pub fn retry_delay(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration>
 }
 
 pub fn exhausted(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration> {
-    Fields::read(&headers(pairs), now)
+    RateFields::read(&headers(pairs), now)
         .exhausted
         .map(|left| left.reset)
 }
@@ -33,7 +33,7 @@ pub fn rate_limit_fields(
     Option<(u64, Option<u64>, Duration)>,
     Option<(&'static str, Duration)>,
 ) {
-    let fields = Fields::read(&headers(pairs), now);
+    let fields = RateFields::read(&headers(pairs), now);
     (
         fields
             .budget

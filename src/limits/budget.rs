@@ -7,7 +7,7 @@
 //! may not be counted yet, so the figure is lowered by them. Within one
 //! window (until its reset) a figure only ever lowers what is left: an
 //! answer that overtook a later one must not give back what the later one
-//! spent. Every send in flight holds a [`Ticket`], whose drop ends it
+//! spent. Every send in flight holds a [`InFlight`], whose drop ends it
 //! (a send its caller dropped included), so nothing leaks.
 //!
 //! A transport whose engine sends no fields has no window here, and a send
@@ -30,12 +30,12 @@ pub(crate) const MAX_FIGURE: u64 = 1_000_000_000_000;
 
 #[derive(Debug, Default)]
 pub(crate) struct Budget {
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<Ledger>>,
 }
 
 #[derive(Debug, Default)]
-struct State {
-    window: Option<Window>,
+struct Ledger {
+    window: Option<RequestsWindow>,
     /// The sends in flight, by the order they started in.
     in_flight: BTreeSet<u64>,
     /// How many sends started: the next one's number.
@@ -45,7 +45,7 @@ struct State {
 }
 
 #[derive(Clone, Debug)]
-struct Window {
+struct RequestsWindow {
     left: u64,
     /// What was said, for a refusal's words; `until` is the reset.
     said: Spent,
@@ -65,7 +65,7 @@ struct Pending {
 
 /// The latest figure an answer gave, as the fleet is handed it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Figure {
+pub(crate) struct Remaining {
     /// What is left, less the sends in flight then and started since.
     pub(crate) left: u64,
     /// The time to the window's reset.
@@ -92,13 +92,13 @@ pub(crate) enum Pass {
 
 /// One send in flight; its drop ends it.
 #[derive(Debug)]
-pub(crate) struct Ticket {
+pub(crate) struct InFlight {
     number: u64,
     pub(crate) pass: Pass,
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<Ledger>>,
 }
 
-impl Drop for Ticket {
+impl Drop for InFlight {
     fn drop(&mut self) {
         self.state.lock_unpoisoned().in_flight.remove(&self.number);
     }
@@ -118,7 +118,7 @@ impl Budget {
 
     /// Starts a send at `now`: one is taken from the window, if there is
     /// one, and the send is in flight until its ticket drops.
-    pub(crate) fn start(&self, now: Instant, pass: Pass) -> Ticket {
+    pub(crate) fn start(&self, now: Instant, pass: Pass) -> InFlight {
         let mut state = self.lock();
         if let Some(window) = &mut state.window {
             if window.said.until > now {
@@ -131,7 +131,7 @@ impl Budget {
         let number = state.started;
         state.started = state.started.wrapping_add(1);
         state.in_flight.insert(number);
-        Ticket {
+        InFlight {
             number,
             pass,
             state: self.state.clone(),
@@ -144,7 +144,7 @@ impl Budget {
     /// the window, or opens a new one when the last has reset. A scout's
     /// answer (or the first into a window that just reset) replaces the
     /// window whatever it says.
-    pub(crate) fn learn(&self, now: Instant, said: &Left, ticket: &Ticket, max_hold: Duration) {
+    pub(crate) fn learn(&self, now: Instant, said: &Left, ticket: &InFlight, max_hold: Duration) {
         let mut state = self.lock();
         let after = state
             .in_flight
@@ -156,7 +156,7 @@ impl Budget {
             .min(MAX_FIGURE);
         let reset = said.reset.min(max_hold);
         let until = later(now, reset);
-        let new = Window {
+        let new = RequestsWindow {
             left: figure,
             said: Spent {
                 until,
@@ -199,7 +199,7 @@ impl Budget {
     /// The latest figure for the fleet, taken (each is handed over once):
     /// less the sends started since it was read, its reset less the time
     /// since, and that time; none when its window has passed.
-    pub(crate) fn pending(&self, now: Instant) -> Option<Figure> {
+    pub(crate) fn pending(&self, now: Instant) -> Option<Remaining> {
         let mut state = self.lock();
         let pending = state.pending.take()?;
         let age = now.saturating_duration_since(pending.at);
@@ -208,7 +208,7 @@ impl Budget {
             .checked_sub(age)
             .filter(|reset| !reset.is_zero())?;
         let since = state.started.wrapping_sub(pending.started);
-        Some(Figure {
+        Some(Remaining {
             left: pending.figure.saturating_sub(since),
             reset,
             age,
@@ -258,7 +258,7 @@ impl Budget {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, Ledger> {
         self.state.lock_unpoisoned()
     }
 }
@@ -269,8 +269,8 @@ fn fleet_window(
     reset: Duration,
     shown: &str,
     field: Option<Quoted>,
-) -> Window {
-    Window {
+) -> RequestsWindow {
+    RequestsWindow {
         left,
         said: Spent {
             until: later(now, reset),
@@ -341,7 +341,7 @@ mod tests {
         budget.learn(now, &said(5, 1000), &early, HOUR);
         assert_eq!(budget.lock().window.as_ref().map(|w| w.left), Some(2));
         drop(later_ones);
-        let figure = Figure {
+        let figure = Remaining {
             left: 2,
             reset: Duration::from_secs(1),
             age: Duration::ZERO,

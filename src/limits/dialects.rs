@@ -1,5 +1,5 @@
 //! The rate-limit fields of an answer, in the dialects engines send, read
-//! into one [`Fields`]: what is left of the requests window with the least
+//! into one [`RateFields`]: what is left of the requests window with the least
 //! left (the budget), and the longest wait among the windows with nothing
 //! left (a hold).
 //!
@@ -287,7 +287,7 @@ impl fmt::Display for Quoted {
 
 /// What an answer's rate-limit fields said.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Fields {
+pub(crate) struct RateFields {
     /// The requests window with the least left (with its reset): what a
     /// budget is kept from.
     pub(crate) budget: Option<Left>,
@@ -300,20 +300,20 @@ pub(crate) struct Fields {
 /// costs no more than this.
 const MAX_ITEMS: usize = 16;
 
-impl Fields {
+impl RateFields {
     /// The fields of `headers` (concealed at the door), resets measured
     /// from now: the clock is read only when there are any.
-    pub(crate) fn read_now(headers: &HeaderMap) -> Fields {
+    pub(crate) fn read_now(headers: &HeaderMap) -> RateFields {
         if !any(headers) {
-            return Fields::default();
+            return RateFields::default();
         }
-        Fields::read(headers, SystemTime::now())
+        RateFields::read(headers, SystemTime::now())
     }
 
     /// The fields of `headers` (concealed at the door), resets measured
     /// from `now`.
-    pub(crate) fn read(headers: &HeaderMap, now: SystemTime) -> Fields {
-        let mut fields = Fields::default();
+    pub(crate) fn read(headers: &HeaderMap, now: SystemTime) -> RateFields {
+        let mut fields = RateFields::default();
         if !any(headers) {
             return fields;
         }
@@ -377,7 +377,7 @@ impl Fields {
 /// `RateLimit-Policy` (`"default";q=100;w=60;qu="requests"`) when that names
 /// it; and the older drafts' one-item form (`limit=10, remaining=0,
 /// reset=7`).
-fn ietf(headers: &HeaderMap, fields: &mut Fields, now: SystemTime) {
+fn ietf(headers: &HeaderMap, fields: &mut RateFields, now: SystemTime) {
     let (Some(field), Some(value)) = (header_text(headers, STRUCTURED), headers.get(STRUCTURED))
     else {
         return;
@@ -485,8 +485,8 @@ mod tests {
 
     const NOW: Duration = Duration::from_secs(1_800_000_000);
 
-    fn read(pairs: &[(&str, &str)]) -> Fields {
-        Fields::read(&headers(pairs), UNIX_EPOCH + NOW)
+    fn read(pairs: &[(&str, &str)]) -> RateFields {
+        RateFields::read(&headers(pairs), UNIX_EPOCH + NOW)
     }
 
     fn budget(pairs: &[(&str, &str)]) -> Option<(u64, Duration)> {
@@ -592,7 +592,7 @@ mod tests {
             for pairs in each_dialect("0", &reset) {
                 let pairs: Vec<(&str, &str)> =
                     pairs.iter().map(|(n, v)| (*n, v.as_str())).collect();
-                assert_eq!(read(&pairs), Fields::default(), "{pairs:?}");
+                assert_eq!(read(&pairs), RateFields::default(), "{pairs:?}");
             }
         }
     }
@@ -659,10 +659,14 @@ mod tests {
                 ),
             ] {
                 let fields = read(&[(name, remaining), (reset_name, reset)]);
-                assert_eq!(fields, Fields::default(), "{name}: {remaining:?}");
+                assert_eq!(fields, RateFields::default(), "{name}: {remaining:?}");
             }
             let item = format!("\"d\";r={remaining};t=5");
-            assert_eq!(read(&[("ratelimit", &item)]), Fields::default(), "{item}");
+            assert_eq!(
+                read(&[("ratelimit", &item)]),
+                RateFields::default(),
+                "{item}"
+            );
         }
         // Resets in the past, now, or unreadable: no window.
         for (name, reset) in [
@@ -676,7 +680,7 @@ mod tests {
         ] {
             let remaining = name.replace("reset", "remaining");
             let fields = read(&[(remaining.as_str(), "0"), (name, reset)]);
-            assert_eq!(fields, Fields::default(), "{name}: {reset}");
+            assert_eq!(fields, RateFields::default(), "{name}: {reset}");
         }
     }
 

@@ -9,7 +9,7 @@
 //! nothing now (the process keeps to its own limits; a late answer is used
 //! by the next send). What is told to the fleet carries nothing of the
 //! token: a hold's [`Record`] says what the engine asked, and a budget's
-//! [`Figure`] what it said was left.
+//! [`Remaining`] what it said was left.
 
 use std::fmt;
 use std::future::Future;
@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use super::budget::Figure;
+use super::budget::Remaining;
 use super::dialects::Quoted;
 use super::hold::Hold;
 
@@ -39,7 +39,7 @@ pub(crate) trait Fleet: fmt::Debug + Send + Sync {
     /// figure this process read, written first; `None` when the fleet did
     /// not answer within its wait (its answer, when it comes, is
     /// [`Fleet::late`]'s).
-    fn take(self: Arc<Self>, set: Option<Figure>) -> Exchange<Option<Checked>>;
+    fn take(self: Arc<Self>, set: Option<Remaining>) -> Exchange<Option<Checked>>;
 
     /// The answer that came after its send stopped waiting, if one did
     /// since the last call, and when it came.
@@ -56,7 +56,7 @@ pub(crate) trait Fleet: fmt::Debug + Send + Sync {
     /// Whether the fleet answered.
     fn correct(
         self: Arc<Self>,
-        set: Option<Figure>,
+        set: Option<Remaining>,
         hold: Option<(Duration, Record)>,
     ) -> Exchange<bool>;
 
@@ -74,7 +74,7 @@ pub(crate) trait Fleet: fmt::Debug + Send + Sync {
 /// What the fleet answered: its hold in force, and what its budget said.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Checked {
-    pub(crate) hold: Option<Shared>,
+    pub(crate) hold: Option<FleetHold>,
     pub(crate) budget: Turn,
 }
 
@@ -95,7 +95,7 @@ pub(crate) struct Record {
 /// The fleet's hold in force: how long is left, as Redis counts it, and
 /// what the process that set it recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Shared {
+pub(crate) struct FleetHold {
     pub(crate) left: Duration,
     pub(crate) record: Record,
 }
@@ -136,7 +136,7 @@ impl Record {
     }
 }
 
-impl Shared {
+impl FleetHold {
     /// The fleet's hold as this process holds it at `now`, cut to its own
     /// ceiling as a hint of its own would be, `from` the shared hold as
     /// [`Fleet::shown`] names it.

@@ -57,8 +57,8 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use self::budget::Budget;
-pub(crate) use self::budget::{Pass, Ticket};
-use self::dialects::{Fields, Left};
+pub(crate) use self::budget::{InFlight, Pass};
+use self::dialects::{Left, RateFields};
 use self::fleet::{Checked, Fleet, LATE, Record, Turn};
 use self::hold::{Hold, Latched, Spent};
 use crate::clock::later;
@@ -75,9 +75,9 @@ pub(crate) const REOPEN_SPREAD: Duration = Duration::from_millis(100);
 pub(crate) const SCOUT_EVERY: Duration = Duration::from_secs(60);
 
 /// What one attempt came to, as the limits see it.
-pub(crate) enum Seen<'a, R> {
+pub(crate) enum Observed<'a, R> {
     /// An answer, and what its rate-limit fields said.
-    Answer { fields: &'a Fields },
+    Answer { fields: &'a RateFields },
     /// A refusal the engine's answer (or its absence) gave, to a send with
     /// the token of this generation (see `token::file`).
     Refused(&'a R, u64),
@@ -99,10 +99,10 @@ pub(crate) trait Refused: Clone + fmt::Debug + Send + Sync {
 }
 
 /// What a send meets before it goes.
-pub(crate) enum Gate {
+pub(crate) enum Admission {
     /// Nothing holds it, or it goes as a scout: it goes, in flight until
     /// its ticket drops.
-    Open(Ticket),
+    Open(InFlight),
     /// A hold or a spent window the send may wait out: its policy's
     /// `max_wait` and its deadline both cover it.
     Wait(Instant),
@@ -121,7 +121,7 @@ pub(crate) enum Share {
     Hold(Hold),
     /// A scout's answer: the hold its fields started, if any, replaces any
     /// an answer's fields started before, and its figure the budget's.
-    Scouted(Option<Hold>),
+    Correction(Option<Hold>),
 }
 
 /// What keeps a send from going at some instant.
@@ -143,17 +143,17 @@ impl Closed {
     }
 
     /// The gate of a send that may not wait it out.
-    fn refusal(self) -> Gate {
+    fn refusal(self) -> Admission {
         match self {
-            Closed::Asked(hold) | Closed::Said(hold) => Gate::Held(hold),
-            Closed::Spent(spent) => Gate::Spent(spent),
+            Closed::Asked(hold) | Closed::Said(hold) => Admission::Held(hold),
+            Closed::Spent(spent) => Admission::Spent(spent),
         }
     }
 }
 
 /// The holds in force, and the next scout.
 #[derive(Debug, Default)]
-struct Holds {
+struct Standing {
     /// Asked for by a `429` or `503` with a hint.
     refused: Option<Hold>,
     /// Started by an answer's rate-limit fields.
@@ -178,7 +178,7 @@ pub(crate) struct Limits<R> {
     latch_for: Option<Duration>,
     max_hold: Duration,
     scout_every: Duration,
-    holds: Mutex<Holds>,
+    holds: Mutex<Standing>,
     latch: Mutex<Option<Latched<R>>>,
     budget: Budget,
     /// The fleet's hold and budget, when the transport has one.
@@ -208,7 +208,7 @@ impl<R: Refused> Limits<R> {
             latch_for,
             max_hold,
             scout_every,
-            holds: Mutex::new(Holds::default()),
+            holds: Mutex::new(Standing::default()),
             latch: Mutex::new(None),
             budget: Budget::default(),
             fleet,
@@ -217,7 +217,7 @@ impl<R: Refused> Limits<R> {
 
     /// What an attempt meets before it goes, at the moment it would go
     /// (`now`, which the caller read): a hold or a spent window it may
-    /// wait out ([`Gate::Wait`]) or that refuses it, or leave to go, with
+    /// wait out ([`Admission::Wait`]) or that refuses it, or leave to go, with
     /// one taken from the budget. A window an answer's fields closed lets
     /// it go as a scout when one is due. With a shared hold, the fleet's
     /// hold and budget are asked in one round trip within the shared
@@ -230,13 +230,13 @@ impl<R: Refused> Limits<R> {
         policy: &RetryPolicy,
         deadline: Instant,
         now: Instant,
-    ) -> Gate {
+    ) -> Admission {
         if !self.respect {
-            return Gate::Open(self.budget.start(now, Pass::Open));
+            return Admission::Open(self.budget.start(now, Pass::Open));
         }
         if let Some(hold) = self.refused(now) {
             let until = hold.until;
-            return self.wait_or(now, until, policy, deadline, Gate::Held(hold));
+            return self.wait_or(now, until, policy, deadline, Admission::Held(hold));
         }
         let (pass, asked) = self.ask_fleet().await;
         // Without a fleet nothing was awaited since `now`.
@@ -246,15 +246,15 @@ impl<R: Refused> Limits<R> {
             now
         };
         if pass == Pass::Scout {
-            return Gate::Open(self.budget.start(now, Pass::Scout));
+            return Admission::Open(self.budget.start(now, Pass::Scout));
         }
         let Some(closed) = self.closed(now) else {
-            return Gate::Open(self.budget.start(now, pass));
+            return Admission::Open(self.budget.start(now, pass));
         };
         // The fleet decides which of its members scouts; this process on
         // its own when the fleet did not answer.
         if !matches!(closed, Closed::Asked(_)) && !asked && self.scout_due(closed.until(), now) {
-            return Gate::Open(self.budget.start(now, Pass::Scout));
+            return Admission::Open(self.budget.start(now, Pass::Scout));
         }
         let until = closed.until();
         self.wait_or(now, until, policy, deadline, closed.refusal())
@@ -444,19 +444,19 @@ impl<R: Refused> Limits<R> {
         until: Instant,
         policy: &RetryPolicy,
         deadline: Instant,
-        refused: Gate,
-    ) -> Gate {
+        refused: Admission,
+    ) -> Admission {
         let left = until.saturating_duration_since(now);
         if !(policy.attempts() > 1 && left <= policy.waits_for() && until < deadline) {
             return refused;
         }
         if self.fleet.is_none() {
-            return Gate::Wait(until);
+            return Admission::Wait(until);
         }
         let spread = u64::try_from(REOPEN_SPREAD.as_micros()).unwrap_or(0);
         let drawn = later(until, Duration::from_micros(fastrand::u64(0..=spread)));
         let bound = later(now, policy.waits_for()).min(deadline);
-        Gate::Wait(drawn.min(bound).max(until))
+        Admission::Wait(drawn.min(bound).max(until))
     }
 
     /// Hands the fleet what [`Limits::observe`] returned: a hold this
@@ -480,7 +480,7 @@ impl<R: Refused> Limits<R> {
                 let write = Arc::clone(fleet).extend(left, record);
                 (hold.said().then_some(hold.learned), write)
             }
-            Share::Scouted(hold) => {
+            Share::Correction(hold) => {
                 let said = hold.as_ref().map(|hold| hold.learned);
                 let hold = hold.as_ref().map(record);
                 let set = self.budget.pending(now);
@@ -504,11 +504,11 @@ impl<R: Refused> Limits<R> {
     pub(crate) fn observe(
         &self,
         now: Instant,
-        seen: Seen<'_, R>,
-        ticket: &Ticket,
+        seen: Observed<'_, R>,
+        ticket: &InFlight,
     ) -> Option<Share> {
         match seen {
-            Seen::Answer { fields } => {
+            Observed::Answer { fields } => {
                 if !self.respect {
                     return None;
                 }
@@ -528,11 +528,11 @@ impl<R: Refused> Limits<R> {
                 if scout {
                     let mut holds = self.holds.lock_unpoisoned();
                     holds.said.clone_from(&hold);
-                    return Some(Share::Scouted(hold));
+                    return Some(Share::Correction(hold));
                 }
                 hold.and_then(|hold| self.keep(hold)).map(Share::Hold)
             }
-            Seen::Refused(refusal, generation) => {
+            Observed::Refused(refusal, generation) => {
                 let mut started = None;
                 if self.respect
                     && let (Some(wait), Some(status @ (429 | 503))) =
@@ -691,7 +691,7 @@ mod tests {
         Limits::new(true, latch_for, max_hold, SCOUT_EVERY, None)
     }
 
-    fn ticket(limits: &Limits<Said>) -> Ticket {
+    fn ticket(limits: &Limits<Said>) -> InFlight {
         limits.budget.start(Instant::now(), Pass::Open)
     }
 
@@ -707,8 +707,8 @@ mod tests {
         }
     }
 
-    fn exhausted(reset: Duration) -> Fields {
-        Fields {
+    fn exhausted(reset: Duration) -> RateFields {
+        RateFields {
             budget: None,
             exhausted: Some(left(0, reset)),
         }
@@ -725,7 +725,7 @@ mod tests {
 
         /// The gate a send meets at `now` when something keeps it from
         /// going.
-        fn gate(&self, now: Instant, policy: &RetryPolicy, deadline: Instant) -> Option<Gate> {
+        fn gate(&self, now: Instant, policy: &RetryPolicy, deadline: Instant) -> Option<Admission> {
             let closed = self.closed(now)?;
             let until = closed.until();
             Some(self.wait_or(now, until, policy, deadline, closed.refusal()))
@@ -736,9 +736,9 @@ mod tests {
         async fn goes(&self, now: Instant) -> Option<Pass> {
             let far = later(now, 2 * DEFAULT_MAX_HOLD);
             match self.admit(&RetryPolicy::none(), far, now).await {
-                Gate::Open(ticket) => Some(ticket.pass),
-                Gate::Held(_) | Gate::Spent(_) => None,
-                Gate::Wait(_) => panic!("no policy, no wait"),
+                Admission::Open(ticket) => Some(ticket.pass),
+                Admission::Held(_) | Admission::Spent(_) => None,
+                Admission::Wait(_) => panic!("no policy, no wait"),
             }
         }
     }
@@ -760,8 +760,8 @@ mod tests {
             rejected: true,
             ..Said::default()
         };
-        let _ = limits.observe(now, Seen::Refused(&rejected, 2), &ticket(&limits));
-        let _ = limits.observe(now, Seen::Refused(&rejected, 1), &ticket(&limits));
+        let _ = limits.observe(now, Observed::Refused(&rejected, 2), &ticket(&limits));
+        let _ = limits.observe(now, Observed::Refused(&rejected, 1), &ticket(&limits));
         assert!(
             limits.latched(now, 2).is_some(),
             "the newer token stays latched"
@@ -775,10 +775,14 @@ mod tests {
         let now = Instant::now();
         let _ = limits.observe(
             now,
-            Seen::Refused(&over_quota(429, 10), 0),
+            Observed::Refused(&over_quota(429, 10), 0),
             &ticket(&limits),
         );
-        let _ = limits.observe(now, Seen::Refused(&over_quota(503, 1), 0), &ticket(&limits));
+        let _ = limits.observe(
+            now,
+            Observed::Refused(&over_quota(503, 1), 0),
+            &ticket(&limits),
+        );
         let hold = limits.hold(now).expect("held");
         assert_eq!(hold.why, "HTTP 429");
         assert!(limits.hold(now + Duration::from_secs(11)).is_none());
@@ -790,22 +794,29 @@ mod tests {
         let now = Instant::now();
         let far = now + Duration::from_secs(60);
         assert!(limits.gate(now, &RetryPolicy::new(), far).is_none());
-        let _ = limits.observe(now, Seen::Refused(&over_quota(429, 5), 0), &ticket(&limits));
+        let _ = limits.observe(
+            now,
+            Observed::Refused(&over_quota(429, 5), 0),
+            &ticket(&limits),
+        );
         assert!(matches!(
             limits.gate(now, &RetryPolicy::new(), far),
-            Some(Gate::Wait(_))
+            Some(Admission::Wait(_))
         ));
         assert!(matches!(
             limits.gate(now, &RetryPolicy::none(), far),
-            Some(Gate::Held(_))
+            Some(Admission::Held(_))
         ));
         let soon = now + Duration::from_secs(1);
         assert!(matches!(
             limits.gate(now, &RetryPolicy::new(), soon),
-            Some(Gate::Held(_))
+            Some(Admission::Held(_))
         ));
         let short = RetryPolicy::new().max_wait(Duration::from_secs(1));
-        assert!(matches!(limits.gate(now, &short, far), Some(Gate::Held(_))));
+        assert!(matches!(
+            limits.gate(now, &short, far),
+            Some(Admission::Held(_))
+        ));
     }
 
     #[test]
@@ -813,13 +824,13 @@ mod tests {
         let limits = respecting(None, Duration::from_secs(60));
         let now = Instant::now();
         let refusal = over_quota(429, u64::MAX);
-        let _ = limits.observe(now, Seen::Refused(&refusal, 0), &ticket(&limits));
+        let _ = limits.observe(now, Observed::Refused(&refusal, 0), &ticket(&limits));
         let hold = limits.hold(now).expect("held");
         assert_eq!(hold.until, now + Duration::from_secs(60));
         assert_eq!(hold.asked, Duration::from_secs(u64::MAX));
         assert_eq!(hold.ceiling, Some(Duration::from_secs(60)));
         let fields = exhausted(Duration::MAX);
-        let answer = Seen::Answer { fields: &fields };
+        let answer = Observed::Answer { fields: &fields };
         let unbounded = respecting(None, Duration::MAX);
         let _ = unbounded.observe(now, answer, &ticket(&unbounded));
     }
@@ -830,11 +841,11 @@ mod tests {
         let now = Instant::now();
         let _ = limits.observe(
             now,
-            Seen::Refused(&over_quota(429, 10), 0),
+            Observed::Refused(&over_quota(429, 10), 0),
             &ticket(&limits),
         );
         let fields = exhausted(Duration::from_secs(10));
-        let _ = limits.observe(now, Seen::Answer { fields: &fields }, &ticket(&limits));
+        let _ = limits.observe(now, Observed::Answer { fields: &fields }, &ticket(&limits));
         assert!(limits.hold(now).is_none());
     }
 
@@ -846,11 +857,11 @@ mod tests {
             out_of_credit: true,
             ..over_quota(429, 10)
         };
-        let _ = limits.observe(now, Seen::Refused(&refusal, 0), &ticket(&limits));
+        let _ = limits.observe(now, Observed::Refused(&refusal, 0), &ticket(&limits));
         assert!(limits.hold(now).is_none());
         assert!(limits.latched(now, 0).is_some());
         assert!(limits.latched(now + Duration::from_secs(6), 0).is_none());
-        let _ = limits.observe(now, Seen::Refused(&refusal, 0), &ticket(&limits));
+        let _ = limits.observe(now, Observed::Refused(&refusal, 0), &ticket(&limits));
         assert!(
             limits.latched(now, 1).is_none(),
             "a new token clears the latch"
@@ -865,7 +876,7 @@ mod tests {
     async fn scouts_in_three_minutes(
         limits: &Limits<Said>,
         start: Instant,
-        said: &Fields,
+        said: &RateFields,
     ) -> Vec<Duration> {
         let mut scouts = Vec::new();
         for tick in 0..=18 {
@@ -874,9 +885,9 @@ mod tests {
                 Some(Pass::Scout) => {
                     scouts.push(now - start);
                     let scout = limits.budget.start(now, Pass::Scout);
-                    let answer = Seen::Answer { fields: said };
+                    let answer = Observed::Answer { fields: said };
                     let told = limits.observe(now, answer, &scout);
-                    assert!(matches!(told, Some(Share::Scouted(Some(_)))));
+                    assert!(matches!(told, Some(Share::Correction(Some(_)))));
                 }
                 Some(pass) => panic!("sent at {tick}: {pass:?}"),
                 None => {}
@@ -890,7 +901,7 @@ mod tests {
         let limits = respecting(None, DEFAULT_MAX_HOLD);
         let start = Instant::now();
         let said = exhausted(10 * MINUTE);
-        let answer = Seen::Answer { fields: &said };
+        let answer = Observed::Answer { fields: &said };
         let told = limits.observe(start, answer, &ticket(&limits));
         assert!(matches!(told, Some(Share::Hold(_))));
         let hold = limits.hold(start).expect("held");
@@ -906,11 +917,11 @@ mod tests {
     async fn a_spent_budget_an_answer_gave_lets_one_scout_through_a_minute() {
         let limits = respecting(None, DEFAULT_MAX_HOLD);
         let start = Instant::now();
-        let said = Fields {
+        let said = RateFields {
             budget: Some(left(0, 10 * MINUTE)),
             exhausted: None,
         };
-        let answer = Seen::Answer { fields: &said };
+        let answer = Observed::Answer { fields: &said };
         assert!(limits.observe(start, answer, &ticket(&limits)).is_none());
         assert!(limits.budget.spent(start).is_some());
         let mut scouts = Vec::new();
@@ -920,7 +931,7 @@ mod tests {
                 assert_eq!(pass, Pass::Scout, "at {tick}");
                 scouts.push(now - start);
                 let scout = limits.budget.start(now, Pass::Scout);
-                let _ = limits.observe(now, Seen::Answer { fields: &said }, &scout);
+                let _ = limits.observe(now, Observed::Answer { fields: &said }, &scout);
             }
         }
         assert_eq!(scouts, [MINUTE, 2 * MINUTE, 3 * MINUTE]);
@@ -929,25 +940,25 @@ mod tests {
     #[tokio::test]
     async fn a_scouts_answer_that_says_there_is_room_reopens_the_window() {
         for room in [
-            Fields {
+            RateFields {
                 budget: Some(left(50, 10 * MINUTE)),
                 exhausted: None,
             },
-            Fields::default(),
+            RateFields::default(),
         ] {
             let limits = respecting(None, DEFAULT_MAX_HOLD);
             let start = Instant::now();
-            let said = Fields {
+            let said = RateFields {
                 budget: Some(left(0, 10 * MINUTE)),
                 exhausted: Some(left(0, 10 * MINUTE)),
             };
-            let _ = limits.observe(start, Seen::Answer { fields: &said }, &ticket(&limits));
+            let _ = limits.observe(start, Observed::Answer { fields: &said }, &ticket(&limits));
             assert_eq!(limits.goes(start).await, None);
             let at = start + MINUTE;
             assert_eq!(limits.goes(at).await, Some(Pass::Scout));
             let scout = limits.budget.start(at, Pass::Scout);
-            let told = limits.observe(at, Seen::Answer { fields: &room }, &scout);
-            assert!(matches!(told, Some(Share::Scouted(None))));
+            let told = limits.observe(at, Observed::Answer { fields: &room }, &scout);
+            assert!(matches!(told, Some(Share::Correction(None))));
             drop(scout);
             for second in 1..=3 {
                 let now = at + Duration::from_secs(second);
@@ -961,14 +972,14 @@ mod tests {
         let limits = respecting(None, DEFAULT_MAX_HOLD);
         let start = Instant::now();
         let refusal = over_quota(429, 600);
-        let _ = limits.observe(start, Seen::Refused(&refusal, 0), &ticket(&limits));
+        let _ = limits.observe(start, Observed::Refused(&refusal, 0), &ticket(&limits));
         for tick in 0..=18 {
             let now = start + Duration::from_secs(10 * tick);
             assert_eq!(limits.goes(now).await, None, "at {tick}");
         }
         // Beside a hold an answer's fields started, it still stands.
         let said = exhausted(10 * MINUTE);
-        let _ = limits.observe(start, Seen::Answer { fields: &said }, &ticket(&limits));
+        let _ = limits.observe(start, Observed::Answer { fields: &said }, &ticket(&limits));
         for tick in 0..=18 {
             let now = start + Duration::from_secs(10 * tick);
             assert_eq!(limits.goes(now).await, None, "at {tick}");

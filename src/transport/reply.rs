@@ -17,7 +17,7 @@ use super::door::at_the_door;
 use super::incoming::Incoming;
 use super::short::read_text;
 use crate::conceal::Concealer;
-use crate::limits::dialects::Fields;
+use crate::limits::dialects::RateFields;
 use crate::meter::Meter;
 use crate::refusal::Refusal;
 use crate::refusal::evidence::request_id::shown_request_id;
@@ -34,7 +34,7 @@ pub(crate) struct Received {
     /// Its headers, as the door kept them.
     pub(crate) headers: HeaderMap,
     /// What the answer's rate-limit fields said.
-    pub(crate) fields: Fields,
+    pub(crate) fields: RateFields,
 }
 
 /// One attempt that did not end in an answer: its refusal, what it means
@@ -63,7 +63,7 @@ pub(crate) struct Opened {
     pub(crate) request_id: Option<String>,
     /// Its `content-type`, concealed, as the door kept it.
     pub(crate) content_type: Option<String>,
-    pub(crate) fields: Fields,
+    pub(crate) fields: RateFields,
     pub(crate) body: Pieces,
 }
 
@@ -125,7 +125,7 @@ impl Reading<'_> {
             status,
             request_id: shown_request_id(&headers, self.concealer),
             content_type,
-            fields: Fields::read_now(&headers),
+            fields: RateFields::read_now(&headers),
             body: Box::pin(body),
         })
     }
@@ -162,7 +162,7 @@ impl Reading<'_> {
             return Err(after_head(failure, 0));
         }
         let request_id = shown_request_id(&headers, self.concealer);
-        let fields = Fields::read_now(&headers);
+        let fields = RateFields::read_now(&headers);
         let text = read_text(
             &mut incoming,
             cap,

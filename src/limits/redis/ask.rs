@@ -16,10 +16,10 @@ use super::link::describe;
 use super::record::{Fault, Found, read_ask, read_extend, storable};
 use super::{EXTEND, SharedHold, millis};
 use crate::clock::later;
-use crate::limits::budget::Figure;
+use crate::limits::budget::Remaining;
 #[cfg(test)]
 use crate::limits::fleet::Turn;
-use crate::limits::fleet::{Checked, LATE, Record, Shared};
+use crate::limits::fleet::{Checked, FleetHold, LATE, Record};
 use crate::lock::Unpoisoned;
 
 /// The fleet's hold read, its budget set from the figure given and taken
@@ -152,14 +152,14 @@ pub(super) enum Act {
 pub(super) struct Ask {
     pub(super) act: Act,
     /// The latest figure this process read.
-    pub(super) set: Option<Figure>,
+    pub(super) set: Option<Remaining>,
 }
 
 impl SharedHold {
     /// The fleet's hold in force now, if any, within the wait (an ask that
     /// takes nothing and writes nothing).
     #[cfg(test)]
-    pub(super) async fn check(self: &Arc<Self>) -> Option<Shared> {
+    pub(super) async fn check(self: &Arc<Self>) -> Option<FleetHold> {
         let ask = Ask {
             act: Act::Write,
             set: None,
@@ -175,7 +175,7 @@ impl SharedHold {
     /// Redis answered.
     pub(super) async fn write_correction(
         &self,
-        set: Option<Figure>,
+        set: Option<Remaining>,
         hold: Option<(Duration, Record)>,
     ) -> bool {
         let mut pipe = self.ask_pipe(&Ask {
@@ -215,16 +215,16 @@ impl SharedHold {
     /// [`SharedHold::late_answer`].
     pub(super) async fn ask(self: &Arc<Self>, ask: Ask) -> Option<Checked> {
         let now = Instant::now();
-        let ticket = self.ticket(now)?;
+        let permit = self.permit(now)?;
         let until = later(now, self.wait);
         let (number, mut conn) = match timeout_at(until, self.connection()).await {
             Ok(Ok(conn)) => conn,
             Ok(Err(fault)) => {
-                self.failed(ticket, None, &fault);
+                self.failed(permit, None, &fault);
                 return None;
             }
             Err(_) => {
-                self.failed(ticket, None, &Fault::Slow { connected: false });
+                self.failed(permit, None, &Fault::Slow { connected: false });
                 return None;
             }
         };
@@ -241,7 +241,7 @@ impl SharedHold {
             };
             match answer {
                 Ok((found, budget)) => {
-                    this.answered(ticket);
+                    this.answered(permit);
                     let checked = Checked {
                         hold: this.found(found),
                         budget,
@@ -251,7 +251,7 @@ impl SharedHold {
                         *late = Some((Instant::now(), checked));
                     }
                 }
-                Err(fault) => this.failed(ticket, Some(number), &fault),
+                Err(fault) => this.failed(permit, Some(number), &fault),
             }
         });
         match timeout_at(until, &mut told).await {
@@ -307,7 +307,7 @@ impl SharedHold {
     }
 
     /// The hold a check found, its value's health recorded.
-    fn found(&self, found: Found) -> Option<Shared> {
+    fn found(&self, found: Found) -> Option<FleetHold> {
         match found {
             Found::Nothing => {
                 self.value_was_good();
@@ -361,8 +361,8 @@ mod tests {
     use crate::limits::redis::tests::patient_at as hold_at;
 
     /// A figure of `left` for `reset`, read `age` ago.
-    fn figure(left: u64, reset: Duration, age: Duration) -> Option<Figure> {
-        Some(Figure {
+    fn figure(left: u64, reset: Duration, age: Duration) -> Option<Remaining> {
+        Some(Remaining {
             left,
             reset,
             age,
@@ -370,7 +370,7 @@ mod tests {
         })
     }
 
-    async fn take(shared: &Arc<SharedHold>, set: Option<Figure>) -> Turn {
+    async fn take(shared: &Arc<SharedHold>, set: Option<Remaining>) -> Turn {
         let ask = Ask {
             act: Act::Take,
             set,
@@ -512,7 +512,7 @@ mod tests {
             scouting_at(&redis.url(), EVERY),
             scouting_at(&redis.url(), EVERY),
         );
-        let spent = Some(Figure {
+        let spent = Some(Remaining {
             left: 0,
             reset: 10 * SECOND,
             age: Duration::ZERO,
@@ -537,7 +537,7 @@ mod tests {
         }
         // An answer that says there is room replaces the window, higher
         // though its figure is.
-        let room = Some(Figure {
+        let room = Some(Remaining {
             left: 5,
             ..spent.clone().expect("a figure")
         });

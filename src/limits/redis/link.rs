@@ -63,7 +63,7 @@ struct Down {
 /// Leave to talk to Redis now: which epoch it was given in, and whether it
 /// is the one retry of a back-off.
 #[derive(Clone, Copy)]
-pub(super) struct Ticket {
+pub(super) struct Permit {
     epoch: u64,
     retry: bool,
 }
@@ -72,18 +72,18 @@ impl SharedHold {
     /// Whether Redis may be asked now: `None` within a back-off; the one
     /// retry when a back-off has passed (the next back-off is assumed, so
     /// that the sends beside it skip Redis rather than wait on it too).
-    pub(super) fn ticket(&self, now: Instant) -> Option<Ticket> {
+    pub(super) fn permit(&self, now: Instant) -> Option<Permit> {
         let mut link = self.lock();
         let epoch = link.epoch;
         match &mut link.down {
-            None => Some(Ticket {
+            None => Some(Permit {
                 epoch,
                 retry: false,
             }),
             Some(down) if now < down.retry_at => None,
             Some(down) => {
                 down.retry_at = later(now, down.backoff);
-                Some(Ticket { epoch, retry: true })
+                Some(Permit { epoch, retry: true })
             }
         }
     }
@@ -159,9 +159,9 @@ impl SharedHold {
     }
 
     /// Redis answered: it is up again if it was down (said at `INFO`).
-    pub(super) fn answered(&self, ticket: Ticket) {
+    pub(super) fn answered(&self, permit: Permit) {
         let mut link = self.lock();
-        if ticket.epoch == link.epoch && link.down.is_some() {
+        if permit.epoch == link.epoch && link.down.is_some() {
             link.down = None;
             link.epoch = link.epoch.wrapping_add(1);
             drop(link);
@@ -177,14 +177,14 @@ impl SharedHold {
     /// Redis failed: its connection is dropped (a hung one included), and
     /// it is down; said at `WARN` when it was up, a longer back-off when
     /// this was a retry.
-    pub(super) fn failed(&self, ticket: Ticket, made: Option<u64>, fault: &Fault) {
+    pub(super) fn failed(&self, permit: Permit, made: Option<u64>, fault: &Fault) {
         let mut link = self.lock();
         if let (Some(made), Some((number, _))) = (made, &link.conn)
             && made == *number
         {
             link.conn = None;
         }
-        if ticket.epoch != link.epoch {
+        if permit.epoch != link.epoch {
             return;
         }
         let now = Instant::now();
@@ -207,7 +207,7 @@ impl SharedHold {
                 let said = self.concealer.conceal(&said);
                 tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");
             }
-            Some(ref mut down) if ticket.retry => {
+            Some(ref mut down) if permit.retry => {
                 down.retry_at = later(now, down.backoff);
                 down.backoff = down.backoff.saturating_mul(2).min(LAST_BACKOFF);
                 drop(link);

@@ -137,7 +137,7 @@ use self::link::{Link, describe};
 use self::record::{Fault, MAX_PX, MAX_VALUE, read_extend};
 use crate::clock::later;
 use crate::conceal::Concealer;
-use crate::limits::budget::Figure;
+use crate::limits::budget::Remaining;
 use crate::limits::fleet::{Checked, Exchange, Fleet, LATE, Record};
 
 /// How long a send waits for Redis, connecting included, unless told.
@@ -342,7 +342,7 @@ impl SharedHold {
         read: impl FnOnce(Value) -> Result<T, Fault>,
     ) -> Option<T> {
         let now = Instant::now();
-        let ticket = self.ticket(now)?;
+        let permit = self.permit(now)?;
         let until = later(now, LATE);
         let mut made = None;
         let asked = async {
@@ -359,11 +359,11 @@ impl SharedHold {
         };
         match answer.and_then(read) {
             Ok(found) => {
-                self.answered(ticket);
+                self.answered(permit);
                 Some(found)
             }
             Err(fault) => {
-                self.failed(ticket, made, &fault);
+                self.failed(permit, made, &fault);
                 None
             }
         }
@@ -373,7 +373,7 @@ impl SharedHold {
 /// The fleet, as the limits ask it: each exchange as [`SharedHold`]'s own
 /// methods make it.
 impl Fleet for SharedHold {
-    fn take(self: Arc<Self>, set: Option<Figure>) -> Exchange<Option<Checked>> {
+    fn take(self: Arc<Self>, set: Option<Remaining>) -> Exchange<Option<Checked>> {
         Box::pin(async move {
             let ask = Ask {
                 act: Act::Take,
@@ -393,7 +393,7 @@ impl Fleet for SharedHold {
 
     fn correct(
         self: Arc<Self>,
-        set: Option<Figure>,
+        set: Option<Remaining>,
         hold: Option<(Duration, Record)>,
     ) -> Exchange<bool> {
         Box::pin(async move { SharedHold::write_correction(&self, set, hold).await })

@@ -2,7 +2,7 @@
 //! stored under the key (`v1|<asked_at, Unix ms>|<asked, ms>|<why>` for a
 //! hold a refusal asked for, `v2|<asked_at>|<asked>|<why>|<field>` for one
 //! an answer's fields started, quoting the field; written with every number
-//! saturated and read back defensively), the [`Shared`]
+//! saturated and read back defensively), the [`FleetHold`]
 //! hold a check finds, and how the answers to a check's `PTTL` and
 //! `GETRANGE` and to an extend's `EVAL` are read: into what a check
 //! [`Found`], or the [`Fault`] an exchange with Redis came to instead.
@@ -14,7 +14,7 @@ use reqwest::header::HeaderValue;
 
 use crate::clock::millis;
 use crate::limits::dialects::{MAX_QUOTED, Quoted, named};
-use crate::limits::fleet::{Record, Shared, Turn};
+use crate::limits::fleet::{FleetHold, Record, Turn};
 
 /// The most of a value that is read back (`GETRANGE 0 255`): a key someone
 /// filled with megabytes costs no more than this.
@@ -58,7 +58,7 @@ pub(super) enum Fault {
 /// What a check found under the key.
 pub(super) enum Found {
     Nothing,
-    Hold(Shared),
+    Hold(FleetHold),
     /// A value this code did not write, and what is wrong with it.
     Garbage(&'static str),
 }
@@ -204,7 +204,7 @@ fn read_check(answer: Value) -> Result<Found, Fault> {
             }
             let left = Duration::from_millis(ms.unsigned_abs());
             Ok(match Record::decode(value) {
-                Some(record) => Found::Hold(Shared { left, record }),
+                Some(record) => Found::Hold(FleetHold { left, record }),
                 None => Found::Garbage("it is not a hold in this transport's format"),
             })
         }
@@ -300,7 +300,7 @@ mod tests {
     use tokio::time::Instant;
 
     use super::*;
-    use crate::limits::dialects::Fields;
+    use crate::limits::dialects::RateFields;
     use crate::limits::redis::tests::record;
 
     #[test]
@@ -402,7 +402,7 @@ mod tests {
             ("x-ratelimit-reset-requests", "1800000600"),
         ]);
         let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let fields = Fields::read(&headers, now);
+        let fields = RateFields::read(&headers, now);
         let field = fields.exhausted.expect("nothing left").field;
         let text = field.to_string();
         assert_eq!(text, "x-ratelimit-reset-requests: 1800000600");
@@ -419,7 +419,7 @@ mod tests {
             assert_eq!(quoted(bad), None, "{bad:?}");
         }
         let long = format!("\"d\";r=0;t=5, {}", "x".repeat(300));
-        let cut = Fields::read(&crate::hint::header_map(&[("ratelimit", long)]), now);
+        let cut = RateFields::read(&crate::hint::header_map(&[("ratelimit", long)]), now);
         let shown = cut.exhausted.expect("nothing left").field.to_string();
         assert!(shown.ends_with("...") && shown.len() < 120, "{shown}");
         let back = quoted(&shown).expect("a quote");
@@ -429,7 +429,7 @@ mod tests {
     #[test]
     fn a_fleet_hold_longer_than_the_ceiling_is_cut_to_it() {
         let now = Instant::now();
-        let shared = Shared {
+        let shared = FleetHold {
             left: Duration::MAX,
             record: record("HTTP 429", Duration::MAX),
         };

@@ -16,7 +16,7 @@ use reqwest::header::HeaderMap;
 use super::header_text;
 pub(crate) use crate::hint::Hint;
 use crate::hint::retry_after;
-use crate::limits::dialects::{Fields, ietf_reset, ratelimit_param};
+use crate::limits::dialects::{RateFields, ietf_reset, ratelimit_param};
 
 /// How long the engine asks the caller to wait, from (in order of trust)
 /// `retry-after-ms`, `retry-after` (delay-seconds or an HTTP-date, RFC 9110
@@ -51,12 +51,12 @@ pub(crate) fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_
 }
 
 /// How long an answer's rate-limit fields say to wait because nothing is
-/// left, in any dialect [`Fields`] reads (a requests window or a tokens
+/// left, in any dialect [`RateFields`] reads (a requests window or a tokens
 /// window with `0` left, and its reset), and the header whose value gave
 /// the wait. Read on every status: on an answer it starts a hold, on a
 /// `429` without `retry-after` it is the wait.
 fn exhausted_hint(headers: &HeaderMap, now: SystemTime) -> Option<Hint<'_>> {
-    let left = Fields::read(headers, now).exhausted?;
+    let left = RateFields::read(headers, now).exhausted?;
     Some(Hint {
         delay: left.reset,
         header: left.field.name,
@@ -72,7 +72,7 @@ mod tests {
     use crate::refusal::evidence::header_map as headers;
 
     fn exhausted(headers: &HeaderMap) -> Option<Duration> {
-        Fields::read(headers, SystemTime::now())
+        RateFields::read(headers, SystemTime::now())
             .exhausted
             .map(|left| left.reset)
     }
