@@ -7,11 +7,14 @@
 //! may not be counted yet, so the figure is lowered by them. Within one
 //! window (until its reset) a figure only ever lowers what is left: an
 //! answer that overtook a later one must not give back what the later one
-//! spent. Every send in flight holds a [`InFlight`], whose drop ends it
-//! (a send its caller dropped included), so nothing leaks.
+//! spent. The answer of a scout, or of the first send into a window that
+//! just reset, is the exception: it was sent to learn what the window
+//! holds, and replaces it whatever it says. Every send in flight holds an
+//! [`InFlight`], whose drop ends it (a send its caller dropped included),
+//! so nothing leaks.
 //!
 //! A transport whose engine sends no fields has no window here, and a send
-//! pays one lock and a set insertion for its ticket.
+//! pays one lock and a set insertion for its [`InFlight`].
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -117,7 +120,7 @@ impl Budget {
     }
 
     /// Starts a send at `now`: one is taken from the window, if there is
-    /// one, and the send is in flight until its ticket drops.
+    /// one, and the send is in flight until its [`InFlight`] drops.
     pub(crate) fn start(&self, now: Instant, pass: Pass) -> InFlight {
         let mut state = self.lock();
         if let Some(window) = &mut state.window {

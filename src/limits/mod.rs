@@ -101,7 +101,7 @@ pub(crate) trait Refused: Clone + fmt::Debug + Send + Sync {
 /// What a send meets before it goes.
 pub(crate) enum Admission {
     /// Nothing holds it, or it goes as a scout: it goes, in flight until
-    /// its ticket drops.
+    /// its [`InFlight`] drops.
     Open(InFlight),
     /// A hold or a spent window the send may wait out: its policy's
     /// `max_wait` and its deadline both cover it.
@@ -142,7 +142,7 @@ impl Closed {
         }
     }
 
-    /// The gate of a send that may not wait it out.
+    /// What a send that may not wait it out meets.
     fn refusal(self) -> Admission {
         match self {
             Closed::Asked(hold) | Closed::Said(hold) => Admission::Held(hold),
@@ -217,8 +217,8 @@ impl<R: Refused> Limits<R> {
 
     /// What an attempt meets before it goes, at the moment it would go
     /// (`now`, which the caller read): a hold or a spent window it may
-    /// wait out ([`Admission::Wait`]) or that refuses it, or leave to go, with
-    /// one taken from the budget. A window an answer's fields closed lets
+    /// wait out ([`Admission::Wait`]) or that refuses it, or leave to go,
+    /// with one taken from the budget. A window an answer's fields closed lets
     /// it go as a scout when one is due. With a shared hold, the fleet's
     /// hold and budget are asked in one round trip within the shared
     /// hold's wait (a Redis that does not answer in time changes nothing
@@ -504,10 +504,10 @@ impl<R: Refused> Limits<R> {
     pub(crate) fn observe(
         &self,
         now: Instant,
-        seen: Observed<'_, R>,
+        observed: Observed<'_, R>,
         ticket: &InFlight,
     ) -> Option<Share> {
-        match seen {
+        match observed {
             Observed::Answer { fields } => {
                 if !self.respect {
                     return None;
