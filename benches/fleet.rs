@@ -23,7 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 
 #[allow(dead_code)]
-#[path = "../src/limits/shared/server.rs"]
+#[path = "../src/limits/redis/server.rs"]
 mod redis_server;
 
 const TOKEN: &str = "mw-bench-Q7vX2kP9zR4tL8wN";
@@ -182,7 +182,7 @@ fn main() {
     // request the transport makes is an `EVAL`, so the `EVAL`s are its
     // round trips, and nothing outside the ask's script may appear.
     let in_the_script = [
-        "pttl", "getrange", "time", "hmget", "hset", "del", "pexpire",
+        "pttl", "getrange", "time", "hmget", "hset", "del", "pexpire", "get", "set",
     ];
     for (name, transport) in [("shared hold", &hold), ("shared hold and budget", &budget)] {
         let per_send = commands_per_send(&runtime, &redis, transport, 500);

@@ -15,18 +15,20 @@
 //!
 //! | where | what is read | how it stays in range |
 //! |---|---|---|
-//! | `refusal/evidence/retry.rs` `parse_seconds` | `retry-after: 1*DIGIT`, `ratelimit-reset`, `RateLimit` `t=` | digits only; a value past `u64` saturates to `u64::MAX` s |
-//! | `…/retry.rs` `parse_millis` | `retry-after-ms` (fractional) | digits and `.` only, `f64` → `Duration::try_from_secs_f64`, saturating to `Duration::MAX` |
-//! | `…/retry.rs` (`from_date` in `retry_hint`) | `retry-after: <HTTP-date>` against `date:` | `httpdate`; a date in the past is zero, `duration_since` never panics |
-//! | `…/retry.rs` `duration` | `x-ratelimit-reset-requests: 6m0s`, `120ms`, `2.5s` | each part saturates, the sum `saturating_add` |
-//! | `limits/mod.rs` `hold_for` | every delay above, as a hold | cut to `max_hold` (24 h by default); `clock::later` never overflows an `Instant` |
+//! | `hint.rs` `parse_seconds` | `retry-after: 1*DIGIT`, `ratelimit-reset`, `RateLimit` `t=` | digits only; a value past `u64` saturates to `u64::MAX` s |
+//! | `hint.rs` `parse_millis` | `retry-after-ms` (fractional) | digits and `.` only, `f64` → `Duration::try_from_secs_f64`, saturating to `Duration::MAX` |
+//! | `hint.rs` (`from_date` in `retry_after`) | `retry-after: <HTTP-date>` against `date:` | `httpdate`; a date in the past is zero, `duration_since` never panics |
+//! | `hint.rs` `duration` | `x-ratelimit-reset-requests: 6m0s`, `120ms`, `2.5s` | each part saturates, the sum `saturating_add` |
+//! | `hint.rs` `Bare` | a bare reset in any dialect: seconds, or a Unix time above 10^9 (ms above 10^12) | digits only, saturating to `u64::MAX`; `Duration::from_secs`/`from_millis` never overflow, `saturating_add` for the fraction, `UNIX_EPOCH.checked_add`, and a time in the past is no window |
+//! | `limits/mod.rs` `observe`, `said_hold` | every delay above, as a hold | cut to `max_hold` (24 h by default); `clock::later` never overflows an `Instant` |
 //! | `refusal/held.rs`, `report` | the hold's time left, `retryAfter` | `saturating_duration_since`; ms rounded in `u64` with `try_from(..).unwrap_or(MAX)` |
 //! | `transport/body.rs` | `content-length` | compared against the cap as `u64`; the reservation is capped at 1 MiB, never the declared length |
 //! | `transport/body.rs`, `stream/mod.rs` | bytes arrived, events, pieces | `saturating_add`, `try_from(..).unwrap_or(MAX)` |
 //! | `stream/sse.rs` | `retry:` field | skipped, never parsed |
 //! | `stream/channels/json_spans.rs` `number` | an object's `index` member | digits only, `checked_mul`/`checked_add` into `u64`; past it, not an index |
-//! | `limits/shared/record.rs` `read_check` | Redis `PTTL` | only `-2`, `-1`, `0` or a positive `i64` taken; `unsigned_abs` of a positive value |
-//! | `limits/shared/record.rs` `Record::decode` | the stored `v1\|<ms>\|<ms>\|<why>` | 1–20 ASCII digits that fit `u64`, `UNIX_EPOCH.checked_add`; at most 256 bytes read |
+//! | `limits/redis/record.rs` `read_check` | Redis `PTTL` | only `-2`, `-1`, `0` or a positive `i64` taken; `unsigned_abs` of a positive value |
+//! | `limits/redis/record.rs` `Record::decode` | the stored `v1\|<ms>\|<ms>\|<why>` and `v2\|…\|<field>` | 1–20 ASCII digits that fit `u64`, `UNIX_EPOCH.checked_add`; at most 256 bytes read |
+//! | `limits/redis/record.rs` `read_ask` | the ask's code, figure and ms | `u64::try_from` of Redis's integers, ms cut to thirty years |
 //! | `token/file.rs` `parse` | the token file's length | `metadata().len()` and the bytes read, both against 64 KiB |
 //! | `token/read.rs` `unsettled_for` | the token file's modification time | `duration_since` errs for a time in the future, which is then read as no time at all (two reads must agree); `SETTLE - age` only when `age < SETTLE` |
 //! | `meter.rs` | latency, bytes | µs as `u64` saturating; HdrHistogram `saturating_record` |

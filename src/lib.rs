@@ -120,6 +120,7 @@ mod config;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
+mod hint;
 mod limits;
 mod lock;
 mod meter;

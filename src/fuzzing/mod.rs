@@ -9,7 +9,8 @@
 use std::time::{Duration, SystemTime};
 
 use crate::conceal::Concealer;
-use crate::refusal::evidence::header_map as headers;
+use crate::hint::header_map as headers;
+use crate::limits::dialects::RateFields;
 use crate::refusal::evidence::{challenge, request_id as id, retry, words};
 
 pub fn retry_delay(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration> {
@@ -17,7 +18,7 @@ pub fn retry_delay(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration>
 }
 
 pub fn exhausted(pairs: &[(&str, &[u8])], now: SystemTime) -> Option<Duration> {
-    retry::Fields::read(&headers(pairs), now)
+    RateFields::read(&headers(pairs), now)
         .exhausted
         .map(|left| left.reset)
 }
@@ -32,18 +33,20 @@ pub fn rate_limit_fields(
     Option<(u64, Option<u64>, Duration)>,
     Option<(&'static str, Duration)>,
 ) {
-    let fields = retry::Fields::read(&headers(pairs), now);
+    let fields = RateFields::read(&headers(pairs), now);
     (
         fields
             .budget
             .map(|left| (left.remaining, left.limit, left.reset)),
-        fields.exhausted.map(|left| (left.what, left.reset)),
+        fields
+            .exhausted
+            .map(|left| (left.unit.counted(), left.reset)),
     )
 }
 
 /// An RFC 3339 time as Anthropic's resets are read.
 pub fn rfc3339(text: &str) -> Option<SystemTime> {
-    retry::rfc3339(text)
+    crate::hint::rfc3339(text)
 }
 
 /// `(error, error_description, scope)` of the `Bearer` challenge among
@@ -166,10 +169,6 @@ pub use self::raced::{Raced, token_file_raced};
 /// process's own, in a time of the read's own (a wait passes at once).
 mod raced;
 
-/// A shared hold's stored value as another process reads it back: the
-/// record's `(why, asked ms, asked at Unix ms)`, or `None` for a value it
-/// did not write; and what writing that record back stores.
-#[cfg(feature = "redis")]
 /// Every way an address or a proxy as the caller gave it is shown: its
 /// redacted text, and what parsing it as an engine's address shows (the
 /// address and host it names, or the error's redacted value and the scheme
@@ -195,8 +194,14 @@ pub fn shown_address(text: &str) -> Vec<String> {
     shown
 }
 
-pub fn shared_record(value: &[u8]) -> Option<((String, u128, u128), String)> {
-    crate::limits::shared::Record::decode_for_fuzzing(value)
+/// A shared hold's stored value as another process reads it back: the
+/// record's `(why, asked ms, asked at Unix ms, the field quoted)`, or
+/// `None` for a value it did not write; and what writing that record back
+/// stores.
+#[cfg(feature = "redis")]
+#[allow(clippy::type_complexity)]
+pub fn shared_record(value: &[u8]) -> Option<((String, u128, u128, Option<String>), String)> {
+    crate::limits::fleet::Record::decode_for_fuzzing(value)
 }
 
 pub use self::engine::{End, Piece, Reply, Script, Sent, send_all};

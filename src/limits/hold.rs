@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use super::dialects::Quoted;
 use crate::clock::later;
-use crate::refusal::Refusal;
 
 /// A window the engine asked the caller to wait out.
 #[derive(Clone, Debug)]
@@ -23,9 +23,18 @@ pub(crate) struct Hold {
     pub(crate) ceiling: Option<Duration>,
     /// What asked: `HTTP 429`, or the rate-limit fields of an answer.
     pub(crate) why: String,
+    /// The field it was read from, as sent, when an answer's rate-limit
+    /// fields started it (an answer that was not refused): such a hold lets
+    /// one send through now and then, whose answer corrects it. A hold
+    /// without one was asked for by a refusal, and stands.
+    pub(crate) field: Option<Quoted>,
     /// Where the hold came from when another process saw it: the shared
     /// hold, as logs name it (`Redis host:port, key …`).
     pub(crate) fleet: Option<String>,
+    /// When this process learned it.
+    pub(crate) learned: Instant,
+    /// The fleet has it: Redis answered the write of it.
+    pub(crate) written: bool,
 }
 
 impl Hold {
@@ -46,17 +55,25 @@ impl Hold {
             asked,
             ceiling: (asked > max_hold).then_some(max_hold),
             why,
+            field: None,
             fleet: None,
+            learned: now,
+            written: false,
         }
+    }
+
+    /// Whether an answer's fields started it (see [`Hold::field`]).
+    pub(crate) fn said(&self) -> bool {
+        self.field.is_some()
     }
 }
 
-/// A refusal repeated without sending until `until`.
+/// A refusal (of type `R`) repeated without sending until `until`.
 #[derive(Clone, Debug)]
-pub(crate) struct Latched {
+pub(crate) struct Latched<R> {
     pub(crate) until: Instant,
     pub(crate) at: SystemTime,
-    pub(crate) refusal: Refusal,
+    pub(crate) refusal: R,
     /// Which token the engine judged (see `token::file`).
     pub(crate) generation: u64,
 }
@@ -76,8 +93,9 @@ pub(crate) struct Spent {
     pub(crate) remaining: u64,
     /// The window's limit, when the answer named it.
     pub(crate) limit: Option<u64>,
-    /// The header the answer said it in.
-    pub(crate) header: &'static str,
+    /// The field whose reset the window ends at, as sent (none when the
+    /// fleet's budget did not record it).
+    pub(crate) field: Option<Quoted>,
     /// Sends started since, which took what was left.
     pub(crate) started: u64,
     /// Where the budget came from when the fleet spent it: the shared

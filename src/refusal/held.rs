@@ -10,11 +10,14 @@
 
 use tokio::time::Instant;
 
+use std::time::Duration;
+
 use super::kind::{Asked, Counted, Kind};
 use super::render;
 use crate::config::site::Site;
+use crate::limits::Refused;
 use crate::limits::hold::{Hold, Latched, Spent};
-use crate::refusal::Refusal;
+use crate::refusal::{Cause, Refusal};
 
 /// A send before the engine's window ends: held, not sent.
 pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
@@ -27,6 +30,7 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
                 asked: hold.asked,
                 ceiling: hold.ceiling,
                 why: hold.why.clone(),
+                field: hold.field.clone(),
                 fleet: hold.fleet.clone(),
             }),
             left,
@@ -36,7 +40,7 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
 
 /// A send within the latch after a `402`, `401` or `403`: the same cause,
 /// nothing sent.
-pub(crate) fn latched(site: &Site, latched: &Latched, now: Instant) -> Refusal {
+pub(crate) fn latched(site: &Site, latched: &Latched<Refusal>, now: Instant) -> Refusal {
     let left = latched.until.saturating_duration_since(now);
     render::latched(site, &latched.refusal, latched.at, left)
 }
@@ -53,11 +57,32 @@ pub(crate) fn spent(site: &Site, spent: &Spent, now: Instant) -> Refusal {
                 what: spent.what,
                 remaining: spent.remaining,
                 limit: spent.limit,
-                header: spent.header,
+                field: spent.field.clone(),
                 started: spent.started,
                 fleet: spent.fleet.clone(),
             }),
             left,
         },
     )
+}
+
+/// What the limits read of a refusal: whether a wait mends it (not an
+/// empty account, whatever its status), and whether a latch repeats it
+/// (the engine judged the token or the account).
+impl Refused for Refusal {
+    fn status(&self) -> Option<u16> {
+        Refusal::status(self)
+    }
+
+    fn wait_asked(&self) -> Option<Duration> {
+        self.retry_after()
+    }
+
+    fn mended_by_waiting(&self) -> bool {
+        self.cause() != Cause::EngineOutOfCredit
+    }
+
+    fn judged_the_account(&self) -> bool {
+        matches!(self.cause(), Cause::NoEngine | Cause::EngineOutOfCredit)
+    }
 }

@@ -21,6 +21,7 @@ use super::evidence::protocol::Relay;
 use crate::config::Unsent;
 use crate::config::naming::Naming;
 use crate::config::token::content::FileProblem;
+use crate::limits::dialects::Quoted;
 use crate::retry::Outcome;
 
 /// What a refusal is about.
@@ -279,6 +280,10 @@ pub(crate) struct Asked {
     pub(crate) asked: Duration,
     pub(crate) ceiling: Option<Duration>,
     pub(crate) why: String,
+    /// The rate-limit field that started the hold, as sent, when an
+    /// answer that was not refused did: such a hold is checked once a
+    /// minute.
+    pub(crate) field: Option<Quoted>,
     pub(crate) fleet: Option<String>,
 }
 
@@ -291,7 +296,9 @@ pub(crate) struct Counted {
     pub(crate) what: &'static str,
     pub(crate) remaining: u64,
     pub(crate) limit: Option<u64>,
-    pub(crate) header: &'static str,
+    /// The field whose reset ends the window, as sent (none when the
+    /// fleet's budget did not record it).
+    pub(crate) field: Option<Quoted>,
     pub(crate) started: u64,
     pub(crate) fleet: Option<String>,
 }

@@ -30,7 +30,7 @@ const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
 use crate::config::env::Env;
 use crate::config::naming::{Naming, NamingError};
 use crate::config::{self, InCode, InCodeToken};
-use crate::limits::{DEFAULT_MAX_HOLD, Limits};
+use crate::limits::{DEFAULT_MAX_HOLD, Limits, SCOUT_EVERY};
 use crate::meter::Meter;
 use crate::refusal::render;
 use crate::retry::RetryPolicy;
@@ -127,19 +127,21 @@ pub struct HttpTransportBuilder {
     respect_limits: bool,
     max_hold: Duration,
     latch: Option<Duration>,
-    #[cfg(feature = "redis")]
-    shared_hold: SharedHoldConfig,
+    /// How often a window an answer's fields closed lets a send through:
+    /// a minute, shortened by the crate's own tests only.
+    scout_every: Duration,
+    /// The fleet's settings: the shared hold in Redis, with the `redis`
+    /// feature.
+    shared_hold: shared_hold::Settings,
 }
 
-/// The fleet's hold as the builder was told it: the URL (a secret, for its
-/// password), the key and the wait.
+/// The shared hold's settings and its builder methods (cargo feature
+/// `redis`); without the feature a stand-in with nothing to set.
 #[cfg(feature = "redis")]
-#[derive(Default)]
-struct SharedHoldConfig {
-    url: Option<SecretString>,
-    key: Option<String>,
-    wait: Option<Duration>,
-}
+mod shared_hold;
+#[cfg(not(feature = "redis"))]
+#[path = "builder/no_shared_hold.rs"]
+mod shared_hold;
 
 /// Shows the configuration without a secret: the scope and header names
 /// concealed (a caller may have built either from a secret), the address
@@ -196,17 +198,7 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("respect_limits", &self.respect_limits)
             .field("max_hold", &self.max_hold)
             .field("latch", &self.latch);
-        // Whether one was given, and its key: the URL can hold a password.
-        #[cfg(feature = "redis")]
-        debug.field(
-            "shared_hold",
-            &self.shared_hold.url.as_ref().map(|_| {
-                self.shared_hold.key.as_deref().map_or_else(
-                    || "the default key".to_owned(),
-                    |key| concealer.conceal(key).into_owned(),
-                )
-            }),
-        );
+        self.shared_hold.show(&mut debug, &concealer);
         debug.finish()
     }
 }
@@ -312,61 +304,6 @@ impl HttpTransportBuilder {
     /// token read from a [`token_file`](Self::token_file) clears it.
     pub fn latch(mut self, duration: Duration) -> Self {
         self.latch = Some(duration).filter(|duration| !duration.is_zero());
-        self
-    }
-
-    /// Keeps the engine's hold in the Redis at `url` (`redis://host:6379/`,
-    /// `rediss://` for TLS, a password allowed) as well as in the process,
-    /// so that a `429` seen by one predictor process holds every process
-    /// that shares the account (cargo feature `redis`; Redis 7 or later).
-    ///
-    /// Before each attempt the transport reads the fleet's hold, within a
-    /// bounded [`shared_hold_wait`](Self::shared_hold_wait) (50 ms unless
-    /// set): one round trip when nothing is held. A hold this process
-    /// starts is written back, and its end in Redis only ever grows. A
-    /// Redis that is down, slow or answers garbage is logged once at `WARN`
-    /// and skipped: the shared hold never blocks a send past its wait and
-    /// never fails one. The key is `meterwire:hold:<scope>:<engine host>`
-    /// unless [`shared_hold_key`](Self::shared_hold_key) names another;
-    /// nothing of the token is in it. With
-    /// [`respect_limits(false)`](Self::respect_limits) it is not read.
-    ///
-    /// The budget (see [`respect_limits`](Self::respect_limits)) is kept
-    /// there too, under `meterwire:budget:<scope>:<engine host>`, in the
-    /// same round trip: each attempt takes one from it, and each answer's
-    /// figure lowers it, so the processes together start no more sends in a
-    /// window than the engine said were left. A Redis answer that comes
-    /// after the wait is used by the next send. When a window the fleet
-    /// waited on ends, each process resumes after its own draw of up to
-    /// 100 ms (within its deadline and `max_wait`), and the first send
-    /// into the new window goes alone for up to 50 ms, until its answer
-    /// says what the window holds.
-    #[cfg(feature = "redis")]
-    pub fn shared_hold(mut self, url: impl Into<String>) -> Self {
-        self.shared_hold.url = Some(SecretString::from(url.into()));
-        self
-    }
-
-    /// The Redis key of the [`shared_hold`](Self::shared_hold), in place of
-    /// `meterwire:hold:<scope>:<engine host>`: processes that give the same
-    /// key share one hold (say, one per account when several accounts use
-    /// one engine). 1 to 256 bytes, no control characters. Redis keeps the
-    /// key in the clear, so [`build`](Self::build) fails with
-    /// [`BuildError::SharedHold`] for a key in which the concealer finds a
-    /// secret (the token in any form, the Redis password), and, when no key
-    /// is named, for a scope that holds one.
-    #[cfg(feature = "redis")]
-    pub fn shared_hold_key(mut self, key: impl Into<String>) -> Self {
-        self.shared_hold.key = Some(key.into());
-        self
-    }
-
-    /// The longest a send waits on the [`shared_hold`](Self::shared_hold)'s
-    /// Redis, connecting included: 50 ms when not set. A Redis that has not
-    /// answered by then is skipped for this send.
-    #[cfg(feature = "redis")]
-    pub fn shared_hold_wait(mut self, wait: Duration) -> Self {
-        self.shared_hold.wait = Some(wait);
         self
     }
 
@@ -520,46 +457,24 @@ impl HttpTransportBuilder {
         );
         let headers = header_map(&self.headers, &settled.concealer)
             .map_err(|problem| BuildError::Header(problem.describe()))?;
-        let limits = Limits::new(self.respect_limits, self.latch, self.max_hold);
-        #[cfg(feature = "redis")]
-        let limits = match self.shared_hold.url {
-            None => limits,
-            Some(url) => {
-                use secrecy::ExposeSecret as _;
-
-                use crate::limits::shared::{DEFAULT_WAIT, SharedHold};
-                let host = settled
-                    .target
-                    .as_ref()
-                    .map(|target| target.site.host())
-                    .unwrap_or_default();
-                // Redis's password is a secret like the token: concealed
-                // wherever the engine or a log could show it, and kept out
-                // of the key.
-                if let Some(password) = url::Url::parse(url.expose_secret())
-                    .ok()
-                    .and_then(|url| url.password().map(str::to_owned))
-                {
-                    let decoded =
-                        percent_encoding::percent_decode_str(&password).decode_utf8_lossy();
-                    settled.concealer.learn(&decoded);
-                }
-                let key =
-                    shared_hold_key(self.shared_hold.key, &self.scope, &host, &settled.concealer)?;
-                let wait = self.shared_hold.wait.unwrap_or(DEFAULT_WAIT);
-                let shared =
-                    SharedHold::new(url.expose_secret(), key, wait, settled.concealer.clone())
-                        .map_err(|error| BuildError::SharedHold(error.to_string()))?;
-                limits.with_shared(shared)
-            }
-        };
+        let host = settled
+            .target
+            .as_ref()
+            .map(|target| target.site.host())
+            .unwrap_or_default();
+        let fleet =
+            self.shared_hold
+                .open(&self.scope, &host, self.scout_every, &settled.concealer)?;
+        let limits = Limits::new(
+            self.respect_limits,
+            self.latch,
+            self.max_hold,
+            self.scout_every,
+            fleet,
+        );
         let shown = Shown {
             scope: settled.concealer.conceal(&self.scope).into_owned(),
-            engine: settled
-                .target
-                .as_ref()
-                .map(|target| target.site.host())
-                .unwrap_or_default(),
+            engine: host,
         };
         Ok(HttpTransport {
             inner: Arc::new(Inner {
@@ -579,48 +494,6 @@ impl HttpTransportBuilder {
                 stream_deadline: self.stream_deadline,
             }),
         })
-    }
-}
-
-/// The shared hold's key: the one given, or the default made from the scope
-/// and the engine's host. Redis stores the key in the clear and every
-/// command names it (`PTTL`, `GETRANGE`, `EVAL`), where no concealer
-/// reaches: a key the concealer would change holds a secret, and is refused
-/// here rather than written. The error names the setting, never its value.
-#[cfg(feature = "redis")]
-fn shared_hold_key(
-    given: Option<String>,
-    scope: &str,
-    host: &str,
-    concealer: &crate::conceal::Concealer,
-) -> Result<String, BuildError> {
-    let holds_secret = |text: &str| concealer.conceal(text) != text;
-    let refused = |what: &str, fix: &str| {
-        BuildError::SharedHold(format!(
-            "{what} holds a secret (the token, the Redis password or a credential of the \
-             environment), and Redis would keep it in the clear in the shared hold's key; {fix}"
-        ))
-    };
-    match given {
-        Some(key) if holds_secret(&key) => Err(refused(
-            "the shared hold's key",
-            "give HttpTransportBuilder::shared_hold_key a name for the account, not a credential",
-        )),
-        Some(key) => Ok(key),
-        None if holds_secret(scope) => Err(refused(
-            "the scope, which the shared hold's default key is made from,",
-            "give a scope without the secret, or name the key with HttpTransportBuilder::shared_hold_key",
-        )),
-        None => {
-            let key = crate::limits::shared::SharedHold::default_key(scope, host);
-            if holds_secret(&key) {
-                return Err(refused(
-                    "the shared hold's default key, made from the scope and the engine's host,",
-                    "name the key with HttpTransportBuilder::shared_hold_key",
-                ));
-            }
-            Ok(key)
-        }
     }
 }
 
@@ -646,8 +519,8 @@ impl HttpTransport {
             respect_limits: true,
             max_hold: DEFAULT_MAX_HOLD,
             latch: None,
-            #[cfg(feature = "redis")]
-            shared_hold: SharedHoldConfig::default(),
+            scout_every: SCOUT_EVERY,
+            shared_hold: shared_hold::Settings::default(),
         }
     }
 }

@@ -54,7 +54,7 @@ pub(super) struct Inner {
     pub(super) concealer: Concealer,
     pub(super) headers: HeaderMap,
     pub(super) retries: RetryPolicy,
-    pub(super) limits: Limits,
+    pub(super) limits: Limits<Refusal>,
     pub(super) meter: Meter,
     pub(super) shown: Shown,
     pub(super) deadline: Duration,

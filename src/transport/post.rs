@@ -12,7 +12,7 @@ use tokio::time::timeout_at;
 use super::deadline::Deadline;
 use super::incoming::{Incoming, Wire};
 use super::reply::{Missed, Opened, Reading, Received};
-use crate::refusal::evidence::retry::Fields;
+use crate::limits::dialects::RateFields;
 use crate::refusal::failure::{Failure, classify};
 use crate::refusal::site::Site;
 
@@ -31,7 +31,7 @@ pub(crate) trait Read: Sync {
     ) -> impl Future<Output = Result<Self::Got, Missed>> + Send;
 
     /// What its rate-limit fields said.
-    fn fields(got: &Self::Got) -> &Fields;
+    fn fields(got: &Self::Got) -> &RateFields;
 
     /// The status it answered.
     fn status(got: &Self::Got) -> u16;
@@ -51,7 +51,7 @@ impl Read for Whole {
         reading.reply(reply).await
     }
 
-    fn fields(got: &Received) -> &Fields {
+    fn fields(got: &Received) -> &RateFields {
         &got.fields
     }
 
@@ -74,7 +74,7 @@ impl Read for Head {
         reading.open(reply).await
     }
 
-    fn fields(got: &Opened) -> &Fields {
+    fn fields(got: &Opened) -> &RateFields {
         &got.fields
     }
 

@@ -17,10 +17,10 @@ use super::door::at_the_door;
 use super::incoming::Incoming;
 use super::short::read_text;
 use crate::conceal::Concealer;
+use crate::limits::dialects::RateFields;
 use crate::meter::Meter;
 use crate::refusal::Refusal;
 use crate::refusal::evidence::request_id::shown_request_id;
-use crate::refusal::evidence::retry::Fields;
 use crate::refusal::failure::{Answered, Failure, refusal_after_head, refusal_for_failure};
 use crate::refusal::site::Site;
 use crate::refusal::status::refusal_for_concealed_status;
@@ -35,7 +35,7 @@ pub(crate) struct Received {
     /// Its headers, as the door kept them.
     pub(crate) headers: HeaderMap,
     /// What the answer's rate-limit fields said.
-    pub(crate) fields: Fields,
+    pub(crate) fields: RateFields,
 }
 
 /// One attempt that did not end in an answer: its refusal, whose value
@@ -74,7 +74,7 @@ pub(crate) struct Opened {
     pub(crate) request_id: Option<String>,
     /// Its `content-type`, concealed, as the door kept it.
     pub(crate) content_type: Option<String>,
-    pub(crate) fields: Fields,
+    pub(crate) fields: RateFields,
     pub(crate) body: Pieces,
 }
 
@@ -126,7 +126,7 @@ impl Reading<'_> {
             status,
             request_id: shown_request_id(&headers, self.concealer),
             content_type,
-            fields: Fields::read_now(&headers),
+            fields: RateFields::read_now(&headers),
             body: Box::pin(body),
         })
     }
@@ -161,7 +161,7 @@ impl Reading<'_> {
             return Err(after_head(failure, 0));
         }
         let request_id = shown_request_id(&headers, self.concealer);
-        let fields = Fields::read_now(&headers);
+        let fields = RateFields::read_now(&headers);
         let text = read_text(
             &mut incoming,
             cap,

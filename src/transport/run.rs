@@ -20,7 +20,7 @@ use crate::answer::Answer;
 use crate::clock::{later, millis};
 use crate::config::Target;
 use crate::config::token::file::TokenFile;
-use crate::limits::{Gate, Seen};
+use crate::limits::{Admission, Observed};
 use crate::refusal::failure::{Failure, refusal_for_failure};
 use crate::refusal::kind::Kind;
 use crate::refusal::site::Site;
@@ -398,14 +398,14 @@ impl HttpTransport {
         loop {
             let now = at_start.take().unwrap_or_else(Instant::now);
             let admitted = match limits.admit(policy, deadline.at(), now).await {
-                Gate::Open(ticket) => Ok(ticket),
-                Gate::Wait(until) => {
+                Admission::Open(ticket) => Ok(ticket),
+                Admission::Wait(until) => {
                     waited = true;
                     tokio::time::sleep_until(until).await;
                     continue;
                 }
-                Gate::Held(hold) => Err(held::holding(site, &hold, Instant::now())),
-                Gate::Spent(spent) => Err(held::spent(site, &spent, Instant::now())),
+                Admission::Held(hold) => Err(held::holding(site, &hold, Instant::now())),
+                Admission::Spent(spent) => Err(held::spent(site, &spent, Instant::now())),
             };
             let ticket = match admitted {
                 Ok(ticket) => ticket,
@@ -434,7 +434,7 @@ impl HttpTransport {
                 Ok(got) => {
                     tracing::debug!(attempt, status = R::status(&got), "answered");
                     let fields = R::fields(&got);
-                    if let Some(hold) = limits.observe(now, Seen::Answer { fields }, &ticket) {
+                    if let Some(hold) = limits.observe(now, Observed::Answer { fields }, &ticket) {
                         limits.share(&hold).await;
                     }
                     let got = Got {
@@ -453,7 +453,7 @@ impl HttpTransport {
                     let refusal = missed.refusal;
                     tracing::debug!(attempt, status = refusal.status(), what = %short, "refused");
                     history.push(short);
-                    let seen = Seen::Refused(&refusal, token.generation);
+                    let seen = Observed::Refused(&refusal, token.generation);
                     if let Some(hold) = limits.observe(now, seen, &ticket) {
                         limits.share(&hold).await;
                     }

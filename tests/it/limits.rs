@@ -288,3 +288,37 @@ async fn respect_limits_off_keeps_no_budget() {
             .expect("sent whatever the fields say");
     }
 }
+
+#[tokio::test]
+async fn a_reset_written_as_a_unix_time_holds_until_then_and_the_refusal_quotes_it() {
+    // As fakeai writes it: a Unix time where OpenAI writes a duration, in
+    // seconds or in milliseconds.
+    let in_ten_minutes = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        + Duration::from_secs(600);
+    for reset in [
+        in_ten_minutes.as_secs().to_string(),
+        in_ten_minutes.as_millis().to_string(),
+    ] {
+        let server = engine(
+            ok().insert_header("x-ratelimit-remaining-requests", "0")
+                .insert_header("x-ratelimit-reset-requests", reset.as_str()),
+            ok(),
+        )
+        .await;
+        let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
+        transport.send("{}").await.expect("an answer");
+        let held = transport.send("{}").await.expect_err("held");
+        assert_eq!((held.cause(), held.attempts()), (Cause::EngineOverQuota, 0));
+        let left = held.retry_after().expect("the time left");
+        assert!(
+            left > Duration::from_secs(590) && left <= Duration::from_secs(600),
+            "{reset}: held for {left:?}"
+        );
+        let quoted = format!("x-ratelimit-reset-requests: {reset}");
+        assert!(held.reason().contains(&quoted), "{}", held.reason());
+        assert_refusal_shape(&held);
+        assert_eq!(count(&server).await, 1);
+    }
+}

@@ -18,31 +18,8 @@ pub(crate) mod request_id;
 pub(crate) mod retry;
 pub(crate) mod words;
 
-use reqwest::header::HeaderMap;
-
-/// A header's value as trimmed text, when it is text and not blank.
-fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get(name)
-        .and_then(|value| value.to_str().ok())
-        .map(str::trim)
-        .filter(|value| !value.is_empty())
-}
-
-/// A header map from `(name, value)` pairs, for the unit tests of the
-/// readers and the fuzz targets: a pair whose name or value is not a valid
-/// header is left out, as the HTTP stack would refuse it.
-#[cfg(any(test, fuzzing))]
-pub(crate) fn header_map<V: AsRef<[u8]>>(pairs: &[(&str, V)]) -> HeaderMap {
-    use reqwest::header::{HeaderName, HeaderValue};
-    let mut map = HeaderMap::new();
-    for (name, value) in pairs {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(value.as_ref()),
-        ) {
-            map.append(name, value);
-        }
-    }
-    map
-}
+// Read as the limits read their fields: one reader of header text.
+/// A header map from `(name, value)` pairs, for the readers' unit tests.
+#[cfg(test)]
+pub(crate) use crate::hint::header_map;
+use crate::hint::header_text;

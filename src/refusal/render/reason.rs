@@ -41,10 +41,14 @@ pub(super) fn at_site(site: &Site, kind: &Kind) -> String {
                     "the engine asked another process that shares the account (as the shared hold on {shared} records it)"
                 ),
             };
+            // A hold an answer's fields started quotes the field, and is checked.
+            let why = match &hold.field {
+                Some(field) => format!("{} ({field}), which a send checks once a minute", hold.why),
+                None => hold.why.clone(),
+            };
             format!(
-                "{subject}: the send was held, not sent: at {} {asked}, by {}, to wait {} before sending again{window}; the account billed through {} is held until then",
+                "{subject}: the send was held, not sent: at {} {asked}, by {why}, to wait {} before sending again{window}; the account billed through {} is held until then",
                 http_date(hold.asked_at),
-                hold.why,
                 seconds_phrase(hold.asked),
                 site.token().holding("the token")
             )
@@ -54,17 +58,20 @@ pub(super) fn at_site(site: &Site, kind: &Kind) -> String {
                 Some(limit) => format!(" (of a limit of {limit})"),
                 None => String::new(),
             };
+            let field = match &spent.field {
+                Some(field) => format!(" ({field})"),
+                None => String::new(),
+            };
             let said = match &spent.fleet {
                 None => format!(
-                    "at {} the engine's answer ({}) said {} {} were left{limit} until the window resets, and this transport has started {} since",
+                    "at {} the engine's answer{field} said {} {} were left{limit} until the window resets, and this transport has started {} since",
                     http_date(spent.said_at),
-                    spent.header,
                     spent.remaining,
                     spent.what,
                     spent.started
                 ),
                 Some(shared) => format!(
-                    "the processes that share the account have started every send the engine's answers said was left of its {} window, as the shared budget on {shared} records it",
+                    "the processes that share the account have started every send the engine's answers{field} said was left of its {} window, as the shared budget on {shared} records it",
                     spent.what
                 ),
             };

@@ -15,7 +15,7 @@ pub mod engines;
 pub mod forms;
 pub mod raw_http;
 #[cfg(feature = "redis")]
-#[path = "../../../src/limits/shared/server.rs"]
+#[path = "../../../src/limits/redis/server.rs"]
 pub mod redis;
 
 use std::path::{Path, PathBuf};

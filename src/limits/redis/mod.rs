@@ -1,6 +1,7 @@
-//! One hold for a fleet: the engine's hold (`limits/`) kept in Redis as
-//! well as in the process, so that a `429` seen by one predictor process
-//! holds every process that shares the account.
+//! One hold for a fleet, in Redis: the [`Fleet`] the limits ask (cargo
+//! feature `redis`), so that a `429` seen by one predictor process holds
+//! every process that shares the account, and the budget an engine's
+//! answers give is spent once, by all of them.
 //!
 //! Each process learns the window only from its own `429`: four processes
 //! sent four requests into one spent window, and LLM gateways keep shared
@@ -16,10 +17,11 @@
 //!
 //! | case | Redis round trips |
 //! |---|---|
-//! | no hold anywhere (the common path) | 1: [`SharedHold::ask`], one `EVAL` that reads the hold, takes one from the fleet's budget, and writes the figure the last answer gave |
+//! | no hold anywhere (the common path) | 1: [`Fleet::take`], one `EVAL` that reads the hold, takes one from the fleet's budget, and writes the figure the last answer gave |
 //! | the fleet's hold is in force, or its budget spent | 1: the ask; the send is held (or waits), nothing goes to the engine |
-//! | the engine's answer starts or lengthens a hold | 2: the ask, then [`SharedHold::extend`] (one `EVAL`, in the background) |
+//! | the engine's answer starts or lengthens a hold | 2: the ask, then [`SharedHold::write_hold`] (one `EVAL`, in the background) |
 //! | the first send into a window that just reset | 2: the ask, then its answer's figure written at once, in the background, for the members waiting on it |
+//! | the fleet's scout through a window an answer's fields closed | 2: the ask, then [`Fleet::correct`] (two `EVAL`s pipelined, in the background): what its answer said replaces what the fields had said |
 //! | a process's first send | the connect (TCP, TLS for `rediss://`, one pipelined handshake) and the check, all within the wait; a connect not done by then goes on in the background, for at most 2 s |
 //! | Redis down, silent or refusing | none while backing off (1 s, doubling to 16 s): the shared hold is skipped without waiting; one send per back-off tries again, for at most the wait |
 //!
@@ -27,14 +29,19 @@
 //!
 //! One string under the key, `meterwire:hold:<scope>:<host:port>` by
 //! default ([`SharedHold::default_key`]): `v1|<asked_at, Unix ms>|<asked,
-//! ms>|<why>`, e.g. `v1|1764580000000|30000|HTTP 429`, expiring when the hold
-//! ends. Neither holds anything of the token: the key names the scope and
-//! the engine's host, the value what the engine asked. A value read back is
-//! parsed defensively (at most 256 bytes are read, every number is checked),
-//! and one this code did not write is ignored. Its `why` is text from
-//! outside the process (anyone who may write the key wrote it): at most 160
-//! printable ASCII characters, and quoted only where the concealer sees it.
-//! Every log line here passes through the transport's concealer too.
+//! ms>|<why>`, e.g. `v1|1764580000000|30000|HTTP 429`, for a hold a refusal
+//! asked for, and `v2|<asked_at>|<asked>|<why>|<field>` for one an answer's
+//! rate-limit fields started, quoting the field as the engine sent it
+//! (`x-ratelimit-reset-requests: 1796407068`); expiring when the hold ends.
+//! Neither holds anything of the token: the key names the scope and the
+//! engine's host, the value what the engine asked (its fields concealed at
+//! the door). A value read back is parsed defensively (at most 256 bytes
+//! are read, every number is checked, a field must name a known reset), and
+//! one this code did not write is ignored. Its `why` and field are text
+//! from outside the process (anyone who may write the key wrote them):
+//! printable ASCII, at most 160 and 100 characters, and quoted only where
+//! the concealer sees them. Every log line here passes through the
+//! transport's concealer too.
 //!
 //! # The fleet's budget
 //!
@@ -51,8 +58,25 @@
 //! engine said were left. The key outlives its window by [`GRACE`]: the
 //! first ask after the reset is let go alone ([`PROBE`] at most), and the
 //! others wait for what its answer says rather than all spend a small quota
-//! at once. An engine that sends no fields never writes the key, and the
-//! ask only reads the hold. Nothing of the token is in it.
+//! at once. `field` is the field the latest figure's reset was read from,
+//! for a held refusal to quote. An engine that sends no fields never writes
+//! the key, and the ask only reads the hold. Nothing of the token is in it.
+//!
+//! # The fleet's scout
+//!
+//! A window an answer's fields closed (a `v2` hold, or a spent budget) may
+//! be wrong: the answer was not refused, and its field may have been
+//! misread. So the fleet lets one send through it every minute, its
+//! **scout**, and what the scout's answer says replaces what the fields
+//! said, for every member: a wrong field holds a fleet a minute, not a day.
+//! A third key, `meterwire:scout:<scope>:<host:port>` (or the hold's key
+//! with `:scout` appended), holds when the next scout may go (Redis's
+//! milliseconds), and expires after two minutes or with the window,
+//! whichever is first. The ask takes it in the same script that reads the
+//! hold and takes from the budget, so two members never both scout; a
+//! member held by such a window asks the fleet before every send, so the
+//! first answer that says there is room reopens them all. A hold a refusal
+//! asked for (`v1`) is never scouted, nor lifted by a scout's answer.
 //!
 //! # A Redis that answers late
 //!
@@ -67,7 +91,7 @@
 //!
 //! A later, shorter hint must not cut a fleet's hold short (a gateway's
 //! cooldown that kept its first, shorter deadline is the bug this avoids).
-//! The usual recipe is `SET … PX NX` then `PEXPIRE … GT`; [`SharedHold::extend`] runs
+//! The usual recipe is `SET … PX NX` then `PEXPIRE … GT`; [`SharedHold::write_hold`] runs
 //! the equivalent as one script instead: read the time left, and set the
 //! value with the new end only when that end is later. It is one round
 //! trip like the pipelined pair, and it also moves the record with the end,
@@ -78,10 +102,14 @@
 //!
 //! # Where it is
 //!
-//! This file holds [`SharedHold`]: building it, its check and extend, and
-//! the one bounded exchange each makes. [`link`] holds its connection to
-//! Redis and what it knows of Redis's health; [`record`] the value stored
-//! under the key and how Redis's answers are read.
+//! This module is the whole of the `redis` feature's fleet: the limits
+//! reach it only through [`Fleet`], and the builder only to make one. This
+//! file holds [`SharedHold`]: building it, the hold's write, the one
+//! bounded exchange each write makes, and the [`Fleet`] it is. [`ask`]
+//! holds the ask (its script, the budget, the scout) and a scout's
+//! correction; [`link`] its connection to Redis and what it knows of
+//! Redis's health; [`record`] the value stored under the key and how
+//! Redis's answers are read; `server` the tests' real `redis-server`.
 
 mod ask;
 mod link;
@@ -104,23 +132,19 @@ use std::time::Duration;
 use redis::{Client, ConnectionAddr, Value};
 use tokio::time::{Instant, timeout_at};
 
-pub(crate) use self::ask::{Ask, Checked};
+use self::ask::{Act, Ask};
 use self::link::{Link, describe};
 use self::record::{Fault, MAX_PX, MAX_VALUE, read_extend};
-pub(crate) use self::record::{Fleet, Record, Shared};
 use crate::clock::later;
 use crate::conceal::Concealer;
+use crate::limits::budget::Remaining;
+use crate::limits::fleet::{Checked, Exchange, Fleet, LATE, Record};
 
 /// How long a send waits for Redis, connecting included, unless told.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_millis(50);
 
 /// The longest key a caller may name.
 const MAX_KEY: usize = 256;
-
-/// How long an answer from Redis is waited for in the background after
-/// the send stopped waiting, and how long a write may take: past it, Redis
-/// is counted down.
-pub(crate) const LATE: Duration = Duration::from_secs(2);
 
 /// How long the one send let go first into a window that just reset is
 /// out before another may go first: the others wait on its answer.
@@ -133,7 +157,7 @@ pub(crate) const GRACE: Duration = Duration::from_secs(5);
 /// `KEYS[1]` ends no sooner than `ARGV[2]` ms from now, recording
 /// `ARGV[1]`: set only when the time left is shorter (or there is no key,
 /// `-2`, or a key that never expires, `-1`).
-const EXTEND: &str = "\
+pub(super) const EXTEND: &str = "\
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then \
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
 
@@ -156,6 +180,8 @@ pub(crate) struct SharedHold {
     /// The ask's script, its constants set.
     script: String,
     shown_budget_key: String,
+    /// The key of the lease the fleet's scout takes.
+    scout_key: String,
     link: Arc<Mutex<Link>>,
     /// An answer that came after its send stopped waiting, and when.
     late: Mutex<Option<(Instant, Checked)>>,
@@ -190,13 +216,15 @@ pub(crate) enum SharedHoldError {
 
 impl SharedHold {
     /// A shared hold in Redis at `url` (`redis://`, `rediss://`, a password
-    /// allowed) under `key`, each exchange bounded by `wait`, its log lines
-    /// passed through `concealer`. Nothing is connected until the first
-    /// check: building needs neither Redis nor a runtime.
+    /// allowed) under `key`, each exchange bounded by `wait`, a scout let
+    /// through a window an answer's fields closed every `scout_every`, its
+    /// log lines passed through `concealer`. Nothing is connected until the
+    /// first check: building needs neither Redis nor a runtime.
     pub(crate) fn new(
         url: &str,
         key: String,
         wait: Duration,
+        scout_every: Duration,
         concealer: Concealer,
     ) -> Result<SharedHold, SharedHoldError> {
         let parsed = url::Url::parse(url).map_err(|_| SharedHoldError::NotAUrl)?;
@@ -224,10 +252,11 @@ impl SharedHold {
             }
             _ => return Err(SharedHoldError::Scheme(parsed.scheme().to_owned())),
         };
-        let budget_key = match key.strip_prefix("meterwire:hold:") {
-            Some(rest) => format!("meterwire:budget:{rest}"),
-            None => format!("{key}:budget"),
+        let beside = |what: &str| match key.strip_prefix("meterwire:hold:") {
+            Some(rest) => format!("meterwire:{what}:{rest}"),
+            None => format!("{key}:{what}"),
         };
+        let (budget_key, scout_key) = (beside("budget"), beside("scout"));
         Ok(SharedHold {
             client,
             shown_key: concealer.conceal(&key).into_owned(),
@@ -236,10 +265,12 @@ impl SharedHold {
             concealer,
             key,
             budget_key,
+            scout_key,
             script: ask::ASK
                 .replace("@VALUE@", &(MAX_VALUE - 1).to_string())
                 .replace("@PROBE@", &millis(PROBE).to_string())
-                .replace("@GRACE@", &millis(GRACE).to_string()),
+                .replace("@GRACE@", &millis(GRACE).to_string())
+                .replace("@SCOUT@", &millis(scout_every).max(1).to_string()),
             wait,
             link: Arc::new(Mutex::new(Link::default())),
             late: Mutex::new(None),
@@ -269,11 +300,6 @@ impl SharedHold {
         format!("meterwire:hold:{scope}:{host}")
     }
 
-    /// How long a send waits for Redis.
-    pub(crate) fn wait(&self) -> Duration {
-        self.wait
-    }
-
     /// The shared hold as a refusal names it: `Redis host:port, key …`,
     /// concealed, never the password.
     pub(crate) fn shown(&self) -> String {
@@ -288,11 +314,12 @@ impl SharedHold {
     /// Makes the fleet's hold end no sooner than `left` from now, recording
     /// `record`: the end only ever grows, and the record moves with it.
     /// Bounded by the same wait; a Redis that fails is warned about as in
-    /// [`SharedHold::check`], and nothing else comes of it.
-    pub(crate) async fn extend(&self, left: Duration, record: &Record) {
+    /// an ask, and nothing else comes of it. Whether Redis
+    /// answered.
+    pub(super) async fn write_hold(&self, left: Duration, record: &Record) -> bool {
         let ms = millis(left);
         if ms == 0 {
-            return;
+            return false;
         }
         let mut pipe = redis::pipe();
         pipe.cmd("EVAL")
@@ -302,7 +329,7 @@ impl SharedHold {
             .arg(record.encode())
             .arg(ms)
             .ignore_errors();
-        let _ = self.exchange(&pipe, read_extend).await;
+        self.exchange(&pipe, read_extend).await.is_some()
     }
 
     /// One pipelined request and its answer read by `read`, within
@@ -315,7 +342,7 @@ impl SharedHold {
         read: impl FnOnce(Value) -> Result<T, Fault>,
     ) -> Option<T> {
         let now = Instant::now();
-        let ticket = self.ticket(now)?;
+        let permit = self.permit(now)?;
         let until = later(now, LATE);
         let mut made = None;
         let asked = async {
@@ -332,14 +359,56 @@ impl SharedHold {
         };
         match answer.and_then(read) {
             Ok(found) => {
-                self.answered(ticket);
+                self.answered(permit);
                 Some(found)
             }
             Err(fault) => {
-                self.failed(ticket, made, &fault);
+                self.failed(permit, made, &fault);
                 None
             }
         }
+    }
+}
+
+/// The fleet, as the limits ask it: each exchange as [`SharedHold`]'s own
+/// methods make it.
+impl Fleet for SharedHold {
+    fn take(self: Arc<Self>, set: Option<Remaining>) -> Exchange<Option<Checked>> {
+        Box::pin(async move {
+            let ask = Ask {
+                act: Act::Take,
+                set,
+            };
+            SharedHold::ask(&self, ask).await
+        })
+    }
+
+    fn late(&self) -> Option<(Instant, Checked)> {
+        SharedHold::late_answer(self)
+    }
+
+    fn extend(self: Arc<Self>, left: Duration, record: Record) -> Exchange<bool> {
+        Box::pin(async move { SharedHold::write_hold(&self, left, &record).await })
+    }
+
+    fn correct(
+        self: Arc<Self>,
+        set: Option<Remaining>,
+        hold: Option<(Duration, Record)>,
+    ) -> Exchange<bool> {
+        Box::pin(async move { SharedHold::write_correction(&self, set, hold).await })
+    }
+
+    fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    fn shown(&self) -> String {
+        SharedHold::shown(self)
+    }
+
+    fn shown_budget(&self) -> String {
+        SharedHold::shown_budget(self)
     }
 }
 
@@ -384,7 +453,7 @@ fn host_port(host: &str, port: u16) -> String {
 /// port.
 #[cfg(test)]
 #[allow(dead_code)]
-mod server;
+pub(crate) mod server;
 
 #[cfg(test)]
 mod tests {
@@ -402,6 +471,7 @@ mod tests {
 
     use super::server::{Redis, dead_port};
     use super::*;
+    use crate::limits::SCOUT_EVERY;
     use crate::limits::hold::Hold;
     use crate::lock::Unpoisoned;
 
@@ -414,7 +484,7 @@ mod tests {
 
     pub(super) fn hold_at(url: &str) -> Arc<SharedHold> {
         let key = SharedHold::default_key("acme", "engine.example:443");
-        match SharedHold::new(url, key, WAIT, concealer()) {
+        match SharedHold::new(url, key, WAIT, SCOUT_EVERY, concealer()) {
             Ok(hold) => Arc::new(hold),
             Err(error) => panic!("{url} should make a shared hold: {error}"),
         }
@@ -425,7 +495,14 @@ mod tests {
     pub(super) fn patient_at(url: &str) -> Arc<SharedHold> {
         let key = SharedHold::default_key("acme", "engine.example:443");
         let wait = Duration::from_secs(2);
-        Arc::new(SharedHold::new(url, key, wait, concealer()).expect("a shared hold"))
+        Arc::new(SharedHold::new(url, key, wait, SCOUT_EVERY, concealer()).expect("a shared hold"))
+    }
+
+    /// A shared hold as [`patient_at`] makes it, its scouts `every` apart.
+    pub(super) fn scouting_at(url: &str, every: Duration) -> Arc<SharedHold> {
+        let key = SharedHold::default_key("acme", "engine.example:443");
+        let wait = Duration::from_secs(2);
+        Arc::new(SharedHold::new(url, key, wait, every, concealer()).expect("a shared hold"))
     }
 
     pub(super) fn record(why: &str, asked: Duration) -> Record {
@@ -434,6 +511,7 @@ mod tests {
             asked,
             // Stored to the millisecond.
             asked_at: UNIX_EPOCH + Duration::from_millis(1_764_580_000_123),
+            field: None,
         }
     }
 
@@ -486,7 +564,7 @@ mod tests {
         let shared = hold_at(&redis.url());
         assert_eq!(shared.check().await, None);
         let asked = record("HTTP 429", Duration::from_secs(10));
-        shared.extend(Duration::from_secs(10), &asked).await;
+        shared.write_hold(Duration::from_secs(10), &asked).await;
         let found = shared.check().await.expect("the fleet's hold");
         assert_eq!(found.record, asked);
         assert!(found.left > Duration::from_secs(9) && found.left <= Duration::from_secs(10));
@@ -498,9 +576,9 @@ mod tests {
         let shared = hold_at(&redis.url());
         let key = SharedHold::default_key("acme", "engine.example:443");
         let first = record("HTTP 429", Duration::from_secs(10));
-        shared.extend(Duration::from_secs(10), &first).await;
+        shared.write_hold(Duration::from_secs(10), &first).await;
         shared
-            .extend(
+            .write_hold(
                 Duration::from_secs(2),
                 &record("HTTP 503", Duration::from_secs(2)),
             )
@@ -511,7 +589,7 @@ mod tests {
         );
         assert_eq!(shared.check().await.map(|found| found.record), Some(first));
         let longer = record("HTTP 503", Duration::from_secs(30));
-        shared.extend(Duration::from_secs(30), &longer).await;
+        shared.write_hold(Duration::from_secs(30), &longer).await;
         assert!(
             pttl(&redis, &key) > 29_000,
             "a longer hold did not lengthen it"
@@ -523,7 +601,7 @@ mod tests {
     async fn one_process_sees_the_hold_another_set() {
         let redis = Redis::start();
         let (one, other) = (hold_at(&redis.url()), hold_at(&redis.url()));
-        one.extend(
+        one.write_hold(
             Duration::from_secs(5),
             &record("HTTP 429", Duration::from_secs(5)),
         )
@@ -567,7 +645,7 @@ mod tests {
         assert_eq!(shared.check().await, None);
         // The next hold replaces any of them.
         let asked = record("HTTP 429", Duration::from_secs(5));
-        shared.extend(Duration::from_secs(5), &asked).await;
+        shared.write_hold(Duration::from_secs(5), &asked).await;
         assert_eq!(shared.check().await.map(|found| found.record), Some(asked));
         assert_eq!(events.at(tracing::Level::WARN).len(), 1);
     }
@@ -576,7 +654,8 @@ mod tests {
     async fn the_keys_hold_nothing_of_the_token() {
         let redis = Redis::with_password("a-redis-password");
         let key = SharedHold::default_key("acme", "engine.example:443");
-        let shared = SharedHold::new(&redis.url(), key, WAIT, concealer()).expect("a shared hold");
+        let shared = SharedHold::new(&redis.url(), key, WAIT, SCOUT_EVERY, concealer())
+            .expect("a shared hold");
         let shared = Arc::new(shared);
         let hold = Hold {
             until: Instant::now() + Duration::from_secs(30),
@@ -584,10 +663,13 @@ mod tests {
             asked: Duration::from_secs(30),
             ceiling: None,
             why: "HTTP 429".to_owned(),
+            field: None,
             fleet: None,
+            learned: Instant::now(),
+            written: false,
         };
         shared
-            .extend(Duration::from_secs(30), &Record::of(&hold))
+            .write_hold(Duration::from_secs(30), &Record::of(&hold))
             .await;
         assert!(shared.check().await.is_some());
         let forms = [
@@ -623,7 +705,7 @@ mod tests {
         let shared = hold_at("redis://127.0.0.1:6379/");
         send_sync(&shared);
         send(shared.check());
-        send(shared.extend(Duration::from_secs(1), &record("HTTP 429", Duration::ZERO)));
+        send(shared.write_hold(Duration::from_secs(1), &record("HTTP 429", Duration::ZERO)));
     }
 
     #[test]
@@ -659,7 +741,7 @@ mod tests {
             ),
         ];
         for (url, expected) in cases {
-            let error = SharedHold::new(url, key(), WAIT, concealer()).expect_err(url);
+            let error = SharedHold::new(url, key(), WAIT, SCOUT_EVERY, concealer()).expect_err(url);
             assert_eq!(error, expected, "{url}");
             assert!(!error.to_string().contains("hunter2"), "{error}");
             assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
@@ -667,11 +749,11 @@ mod tests {
         let url = "redis://127.0.0.1/";
         for bad in [String::new(), "k".repeat(257), "a\nb".to_owned()] {
             assert!(matches!(
-                SharedHold::new(url, bad, WAIT, concealer()),
+                SharedHold::new(url, bad, WAIT, SCOUT_EVERY, concealer()),
                 Err(SharedHoldError::Key(_))
             ));
         }
-        let zero = SharedHold::new(url, key(), Duration::ZERO, concealer());
+        let zero = SharedHold::new(url, key(), Duration::ZERO, SCOUT_EVERY, concealer());
         assert_eq!(zero.err(), Some(SharedHoldError::Wait));
     }
 

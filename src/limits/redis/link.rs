@@ -63,7 +63,7 @@ struct Down {
 /// Leave to talk to Redis now: which epoch it was given in, and whether it
 /// is the one retry of a back-off.
 #[derive(Clone, Copy)]
-pub(super) struct Ticket {
+pub(super) struct Permit {
     epoch: u64,
     retry: bool,
 }
@@ -72,18 +72,18 @@ impl SharedHold {
     /// Whether Redis may be asked now: `None` within a back-off; the one
     /// retry when a back-off has passed (the next back-off is assumed, so
     /// that the sends beside it skip Redis rather than wait on it too).
-    pub(super) fn ticket(&self, now: Instant) -> Option<Ticket> {
+    pub(super) fn permit(&self, now: Instant) -> Option<Permit> {
         let mut link = self.lock();
         let epoch = link.epoch;
         match &mut link.down {
-            None => Some(Ticket {
+            None => Some(Permit {
                 epoch,
                 retry: false,
             }),
             Some(down) if now < down.retry_at => None,
             Some(down) => {
                 down.retry_at = later(now, down.backoff);
-                Some(Ticket { epoch, retry: true })
+                Some(Permit { epoch, retry: true })
             }
         }
     }
@@ -159,9 +159,9 @@ impl SharedHold {
     }
 
     /// Redis answered: it is up again if it was down (said at `INFO`).
-    pub(super) fn answered(&self, ticket: Ticket) {
+    pub(super) fn answered(&self, permit: Permit) {
         let mut link = self.lock();
-        if ticket.epoch == link.epoch && link.down.is_some() {
+        if permit.epoch == link.epoch && link.down.is_some() {
             link.down = None;
             link.epoch = link.epoch.wrapping_add(1);
             drop(link);
@@ -177,14 +177,14 @@ impl SharedHold {
     /// Redis failed: its connection is dropped (a hung one included), and
     /// it is down; said at `WARN` when it was up, a longer back-off when
     /// this was a retry.
-    pub(super) fn failed(&self, ticket: Ticket, made: Option<u64>, fault: &Fault) {
+    pub(super) fn failed(&self, permit: Permit, made: Option<u64>, fault: &Fault) {
         let mut link = self.lock();
         if let (Some(made), Some((number, _))) = (made, &link.conn)
             && made == *number
         {
             link.conn = None;
         }
-        if ticket.epoch != link.epoch {
+        if permit.epoch != link.epoch {
             return;
         }
         let now = Instant::now();
@@ -207,7 +207,7 @@ impl SharedHold {
                 let said = self.concealer.conceal(&said);
                 tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");
             }
-            Some(ref mut down) if ticket.retry => {
+            Some(ref mut down) if permit.retry => {
                 down.retry_at = later(now, down.backoff);
                 down.backoff = down.backoff.saturating_mul(2).min(LAST_BACKOFF);
                 drop(link);
@@ -301,9 +301,10 @@ mod tests {
     use std::time::{Duration, Instant as Clock};
 
     use super::*;
-    use crate::limits::shared::LATE;
-    use crate::limits::shared::server::{Redis, Silent, dead_port};
-    use crate::limits::shared::tests::{TOKEN, WAIT, capture, concealer, hold_at, record};
+    use crate::limits::SCOUT_EVERY;
+    use crate::limits::fleet::LATE;
+    use crate::limits::redis::server::{Redis, Silent, dead_port};
+    use crate::limits::redis::tests::{TOKEN, WAIT, capture, concealer, hold_at, record};
 
     /// What a bounded call may take past its wait on a busy 2-core machine.
     const MARGIN: Duration = Duration::from_millis(200);
@@ -314,7 +315,7 @@ mod tests {
         let started = Clock::now();
         assert_eq!(shared.check().await, None);
         shared
-            .extend(
+            .write_hold(
                 Duration::from_secs(5),
                 &record("HTTP 429", Duration::from_secs(5)),
             )
@@ -350,8 +351,9 @@ mod tests {
     async fn what_a_warning_says_passes_through_the_concealer() {
         let url = format!("redis://127.0.0.1:{}/", dead_port());
         let key = format!("meterwire:hold:{TOKEN}");
-        let shared =
-            Arc::new(SharedHold::new(&url, key, WAIT, concealer()).expect("a shared hold"));
+        let shared = Arc::new(
+            SharedHold::new(&url, key, WAIT, SCOUT_EVERY, concealer()).expect("a shared hold"),
+        );
         let (events, _guard) = capture();
         assert_eq!(shared.check().await, None);
         let warnings = events.at(tracing::Level::WARN);
@@ -386,7 +388,7 @@ mod tests {
         let shared = hold_at(&redis.url());
         assert_eq!(shared.check().await, None);
         let asked = record("HTTP 429", Duration::from_secs(5));
-        shared.extend(Duration::from_secs(5), &asked).await;
+        shared.write_hold(Duration::from_secs(5), &asked).await;
         let pause = Duration::from_millis(400);
         let _: () = redis::cmd("CLIENT")
             .arg("PAUSE")
@@ -409,7 +411,7 @@ mod tests {
         tokio::time::sleep(pause + MARGIN).await;
         assert!(shared.lock().conn.is_some());
         assert!(shared.lock().down.is_none());
-        let (_, late) = shared.late().expect("the late answer");
+        let (_, late) = shared.late_answer().expect("the late answer");
         assert_eq!(late.hold.map(|found| found.record), Some(asked.clone()));
         assert_eq!(shared.check().await.map(|found| found.record), Some(asked));
         assert_eq!(events.at(tracing::Level::WARN).len(), 1);
@@ -466,7 +468,7 @@ mod tests {
         let redis = Redis::on_port(port);
         tokio::time::sleep(FIRST_BACKOFF).await;
         let asked = record("HTTP 429", Duration::from_secs(5));
-        shared.extend(Duration::from_secs(5), &asked).await;
+        shared.write_hold(Duration::from_secs(5), &asked).await;
         assert_eq!(shared.check().await.map(|found| found.record), Some(asked));
         assert_eq!(events.at(tracing::Level::INFO).len(), 1);
         drop(redis);
