@@ -96,6 +96,10 @@ pub(crate) trait Refused: Clone + fmt::Debug + Send + Sync {
     /// Whether the engine judged the token or the account (a `402`, `401`
     /// or `403`): what a latch repeats.
     fn judged_the_account(&self) -> bool;
+    /// Whether the engine held the caller back for a while, whatever its
+    /// status (a `401` or `403` with a retry hint: an address or a key
+    /// banned until then): a hold, like a hinted `429`.
+    fn banned(&self) -> bool;
 }
 
 /// What a send meets before it goes.
@@ -495,7 +499,7 @@ impl<R: Refused> Limits<R> {
     }
 
     /// What an attempt's outcome starts: a hold after a `429` or `503` with
-    /// a retry hint (unless it names the account's credit, which no wait
+    /// a retry hint, or a ban that ends (unless it names the account's credit, which no wait
     /// mends) or an answer whose rate-limit fields say nothing is left; a
     /// latch after the engine answered `402`, `401` or `403`. A scout's
     /// answer replaces whatever answers' fields said before. What the fleet
@@ -535,8 +539,8 @@ impl<R: Refused> Limits<R> {
             Observed::Refused(refusal, generation) => {
                 let mut started = None;
                 if self.respect
-                    && let (Some(wait), Some(status @ (429 | 503))) =
-                        (refusal.wait_asked(), refusal.status())
+                    && let (Some(wait), Some(status)) = (refusal.wait_asked(), refusal.status())
+                    && (matches!(status, 429 | 503) || refusal.banned())
                     && refusal.mended_by_waiting()
                 {
                     let hold = Hold::cut(
@@ -682,6 +686,10 @@ mod tests {
 
         fn judged_the_account(&self) -> bool {
             self.out_of_credit || self.rejected
+        }
+
+        fn banned(&self) -> bool {
+            false
         }
     }
 

@@ -85,4 +85,8 @@ impl Refused for Refusal {
     fn judged_the_account(&self) -> bool {
         matches!(self.cause(), Cause::NoEngine | Cause::EngineOutOfCredit)
     }
+
+    fn banned(&self) -> bool {
+        self.cause() == Cause::EngineOverQuota && matches!(self.status(), Some(401 | 403))
+    }
 }

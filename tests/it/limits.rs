@@ -59,6 +59,33 @@ async fn a_hinted_429_holds_every_clone_and_a_held_send_is_not_sent() {
 }
 
 #[tokio::test]
+async fn a_ban_that_ends_holds_every_clone_like_a_hinted_429() {
+    // A 403 with a retry hint: an address held back for a while, not a
+    // rejected token. Sending into it again would only be refused again.
+    let server = engine(
+        ResponseTemplate::new(403)
+            .insert_header("retry-after-ms", "700")
+            .set_body_string(r#"{"error": "too many requests from this address"}"#),
+        ok(),
+    )
+    .await;
+    let transport = builder_for(&server.uri(), SCOPE).build().expect("builds");
+    let banned = transport.send("{}").await.expect_err("403");
+    assert_eq!(banned.cause(), Cause::EngineOverQuota);
+
+    let held = transport.clone().send("{}").await.expect_err("held");
+    assert_eq!(count(&server).await, 1, "the held send reached the engine");
+    assert_eq!(held.cause(), Cause::EngineOverQuota);
+    assert_eq!(held.attempts(), 0);
+    assert!(held.reason().contains("by HTTP 403"), "{}", held.reason());
+    assert_refusal_shape(&held);
+
+    tokio::time::sleep(Duration::from_millis(750)).await;
+    transport.send("{}").await.expect("the ban ended");
+    assert_eq!(count(&server).await, 2);
+}
+
+#[tokio::test]
 async fn with_a_policy_that_covers_it_a_held_send_waits_then_sends() {
     let server = engine(
         ResponseTemplate::new(503).insert_header("retry-after-ms", "600"),
