@@ -89,7 +89,7 @@ pub(crate) fn scripted(kind: Kind) -> Refusal {
     let refusal = Refusal::new(
         kind.cause(),
         reason::scripted(&kind),
-        remedy::SCRIPTED,
+        remedy::scripted(),
         None,
     );
     fields(refusal, &kind).with_kind(kind)

@@ -29,7 +29,14 @@ const PATH_LIMIT: usize = 100;
 
 /// The remedy of a refusal in a stream a fake scripted, which has no
 /// address of its own to point at.
-pub(super) const SCRIPTED: &str = "a scripted stream refused; the engine's address is read from CHANT_BEHAVIOUR_ENGINE by default";
+/// The remedy of a stream a fake scripted: it names no engine, so it names
+/// the variable a real transport reads the address from by default.
+pub(super) fn scripted() -> String {
+    format!(
+        "a scripted stream refused; the engine's address is read from {} by default",
+        Naming::default().engine_variable()
+    )
+}
 
 /// How a body that could not be serialized is mended, before what the
 /// remedy says of the engine.
