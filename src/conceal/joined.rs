@@ -5,23 +5,22 @@
 //! begin, or be inside, a form of a secret, so that the pieces are held
 //! only while a later one can still complete a form.
 //!
-//! The second is a prefix test against the concealer's own patterns (each
-//! secret, its hex in either case, its base64 cores), one automaton over
-//! them walked along the end of the text: where no escape can be at work
+//! The second is a prefix test against the concealer's own patterns (the
+//! automaton's: each secret it holds, a token file's among them, its hex in
+//! either case, its base64 cores), one automaton over them walked along the
+//! end of the text: where no escape can be at work
 //! (no `\`, `%` or `&` since the last separator, which the caller checks,
 //! see [`Beginnings::is_trigger`]), a form is a pattern as itself with line
 //! breaks inside it, so the text can end inside one only if its end, line
 //! breaks dropped, is a prefix of a pattern.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
+use super::Concealer;
+use super::patterns::Matcher;
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::nfa::contiguous::NFA;
 use aho_corasick::{Anchored, MatchKind};
-use secrecy::ExposeSecret;
-
-use super::Concealer;
-use super::patterns::{Matcher, cores_of};
 
 impl Concealer {
     /// What [`Concealer::conceal`] replaces in `text`: sorted, disjoint
@@ -33,33 +32,29 @@ impl Concealer {
     /// The prefix test against this concealer's patterns; `None` when it
     /// conceals nothing (no secret), or everything (it failed closed: each
     /// text is one marker already).
+    ///
+    /// The patterns are the automaton's own, so they come from every secret
+    /// the concealer holds: those it was built with or learned (a Redis or
+    /// proxy password) and the tokens a file that rotates held last alike.
     pub(crate) fn beginnings(&self) -> Option<Beginnings> {
         let state = self.state();
         let Matcher::Automaton(search) = &state.matcher else {
             return None;
         };
-        let mut patterns: BTreeSet<Vec<u8>> = BTreeSet::new();
-        for secret in &state.sources {
-            let secret = secret.expose_secret().as_bytes();
-            patterns.insert(secret.to_vec());
-            let lower: String = secret.iter().map(|b| format!("{b:02x}")).collect();
-            patterns.insert(lower.to_ascii_uppercase().into_bytes());
-            patterns.insert(lower.into_bytes());
-            patterns.extend(cores_of(secret).into_iter().map(String::into_bytes));
-        }
+        let patterns = &search.patterns;
         let longest = patterns.iter().map(Vec::len).max().unwrap_or(0);
         // The contiguous NFA builds in time linear in the patterns, whatever
         // they repeat; it is walked over a few dozen bytes per text.
         let automaton = NFA::builder()
             .match_kind(MatchKind::Standard)
-            .build(&patterns)
+            .build(patterns)
             .ok()
             .and_then(|nfa| {
                 let start = nfa.start_state(Anchored::No).ok()?;
                 // Each state of the trie is one prefix of a pattern: its
                 // length is how far into a form the text may be.
                 let mut depth = HashMap::new();
-                for pattern in &patterns {
+                for pattern in patterns {
                     let mut sid = start;
                     for (at, &byte) in pattern.iter().enumerate() {
                         sid = nfa.next_state(Anchored::No, sid, byte);
@@ -174,6 +169,36 @@ mod tests {
         assert_eq!(beginnings.open_tail("sk-re\n\n"), None);
         assert_eq!(beginnings.open_tail("nothing here"), None);
         assert_eq!(beginnings.open_tail(""), None);
+    }
+
+    /// A token a file holds is a secret like a token given in code: the
+    /// beginnings (their patterns, the longest, the separators they stop
+    /// at) and the reach a stream derives from the concealer all change
+    /// when the concealer adopts it, and a concealer that holds nothing
+    /// but a file's token has them too.
+    #[test]
+    fn every_structure_a_reader_derives_changes_when_a_held_token_is_adopted() {
+        let held = "zz~held~QqXxYyWw~token~that~is~long";
+        let concealer = Concealer::new(["mw-given-0123456789"]);
+        let before = concealer.beginnings().expect("a secret");
+        let reach = concealer.reach();
+        assert_eq!(before.open_tail("x zz~hel"), None);
+        assert!(before.is_separator(b'~'));
+        concealer.hold([held]);
+        let after = concealer.beginnings().expect("secrets");
+        assert_eq!(after.open_tail("x zz~hel"), Some((2, 6)));
+        assert!(!after.is_separator(b'~'), "a byte of a held token");
+        assert!(after.longest() > before.longest());
+        assert!(concealer.reach() > reach);
+
+        let only_held = Concealer::new([]);
+        assert!(only_held.beginnings().is_none());
+        assert_eq!(only_held.reach(), 0);
+        only_held.hold([TOKEN]);
+        let beginnings = only_held.beginnings().expect("the held token");
+        assert_eq!(beginnings.open_tail("the key is sk-re"), Some((11, 5)));
+        assert_eq!(beginnings.longest(), 2 * TOKEN.len(), "its hex");
+        assert!(only_held.reach() > 0);
     }
 
     #[test]
