@@ -31,6 +31,7 @@ mod retries;
 mod streams;
 mod streams_joined;
 mod streams_joined_token_file;
+mod streams_large_events;
 mod the_api;
 mod the_meter;
 mod the_probe;

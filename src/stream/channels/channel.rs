@@ -37,11 +37,6 @@ pub(super) struct Piece {
 }
 
 impl Channel {
-    /// The bytes of held pieces.
-    pub(super) fn held_text(&self) -> usize {
-        self.text.len() - self.pending
-    }
-
     pub(super) fn append(&mut self, seq: u64, slot: usize, value: &str, beginnings: &Beginnings) {
         let start = self.text.len();
         self.text.push_str(value);
@@ -77,13 +72,21 @@ impl Channel {
 
     /// Where the text's end could be the start of a form: from the start of
     /// the run when an escape is at work in it (its form may start
-    /// anywhere in the run), else where the end is a prefix of a pattern.
-    pub(super) fn hold_point(&self, beginnings: &Beginnings) -> Option<usize> {
-        if self.trigger {
-            return Some(self.run_start);
-        }
-        let (at, depth) = beginnings.open_tail(&self.text)?;
-        (depth >= MIN_HELD).then_some(at)
+    /// anywhere in the run), else where the end is a prefix of a pattern;
+    /// never more than `limit` bytes before the end, what lies further
+    /// back being settled whatever follows.
+    pub(super) fn hold_point(&self, beginnings: &Beginnings, limit: usize) -> Option<usize> {
+        let at = if self.trigger {
+            self.run_start
+        } else {
+            let (at, depth) = beginnings.open_tail(&self.text)?;
+            if depth < MIN_HELD {
+                return None;
+            }
+            at
+        };
+        let floor = self.text.len().saturating_sub(limit);
+        Some(at.max(ceil_boundary(&self.text, floor)))
     }
 
     /// Replaces each span (sorted, disjoint) by one marker, in the pieces
@@ -160,6 +163,15 @@ impl Channel {
         }
         value
     }
+}
+
+/// The smallest character boundary of `text` at or after `at`.
+fn ceil_boundary(text: &str, mut at: usize) -> usize {
+    at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
 }
 
 /// The largest character boundary of `text` at or before `at`.

@@ -113,11 +113,6 @@ impl Carrier for String {
 pub(crate) enum Exceeded {
     /// More channels than [`MAX_CHANNELS`].
     Channels,
-    /// One channel kept more text that could still be a form's than its
-    /// bound.
-    Channel(usize),
-    /// More events, or more of their bytes, held than the bound.
-    Held(usize),
 }
 
 impl Exceeded {
@@ -126,12 +121,6 @@ impl Exceeded {
             Exceeded::Channels => {
                 format!("it opened more than {MAX_CHANNELS} channels (string paths per event type)")
             }
-            Exceeded::Channel(limit) => format!(
-                "one channel kept more than {limit} bytes that could still be part of a secret's form"
-            ),
-            Exceeded::Held(limit) => format!(
-                "more than {MAX_HELD_EVENTS} events or {limit} bytes of them were held back for one channel to settle"
-            ),
         }
     }
 }
@@ -174,7 +163,11 @@ struct State {
     /// Released text a channel keeps before what it holds: enough for the
     /// concealer to see a form whose start was released.
     context: usize,
-    channel_limit: usize,
+    /// The most text a channel holds at its end: what lies further back is
+    /// settled whatever follows, the concealer being local.
+    tail_limit: usize,
+    /// The most bytes of data the held items may take: past it, the oldest
+    /// hold settles and its items are released.
     held_limit: usize,
 }
 
@@ -183,7 +176,7 @@ impl State {
     fn bound(&mut self) {
         let reach = self.concealer.reach();
         self.context = 3 * self.beginnings.longest() + 8;
-        self.channel_limit = reach.max(self.context);
+        self.tail_limit = reach.max(self.context);
         self.held_limit = reach.saturating_mul(4).max(MIN_HELD_BYTES);
     }
 
@@ -234,7 +227,7 @@ impl<T: Carrier> Joined<T> {
                 channels: Vec::new(),
                 blocks: BTreeMap::new(),
                 context: 0,
-                channel_limit: 0,
+                tail_limit: 0,
                 held_limit: 0,
             };
             state.bound();
@@ -331,19 +324,37 @@ impl<T: Carrier> Joined<T> {
         self.held.push_back(Held { seq, item, slots });
         for channel in touched {
             state.settle(channel, false);
-            let kept = state.channels[channel].held_text();
-            if kept > state.channel_limit {
-                return Err(Exceeded::Channel(state.channel_limit));
-            }
-        }
-        if self.held.len() > MAX_HELD_EVENTS || self.held_bytes > state.held_limit {
-            return Err(Exceeded::Held(state.held_limit));
         }
         self.release();
+        self.within_bounds();
         if self.held.back().is_some_and(|held| held.seq == seq) {
             self.ever_held += 1;
         }
         Ok(())
+    }
+
+    /// Past the most items, or bytes of them, held at once, the holds of
+    /// the oldest held item settle and it is released: a large event, one
+    /// past the held bytes alone, is yielded at once, its open end kept as
+    /// context, never refused.
+    fn within_bounds(&mut self) {
+        while let (Some(state), Some(front)) = (self.state.as_deref_mut(), self.held.front()) {
+            if self.held.len() <= MAX_HELD_EVENTS && self.held_bytes <= state.held_limit {
+                return;
+            }
+            let seq = front.seq;
+            let mut settled = false;
+            for channel in 0..state.channels.len() {
+                if state.channels[channel].blocking == Some(seq) {
+                    state.settle(channel, true);
+                    settled = true;
+                }
+            }
+            if !settled {
+                return;
+            }
+            self.release();
+        }
     }
 
     /// The stream ended: every channel is concealed to its end, and every
@@ -436,7 +447,7 @@ impl State {
         let hold = if end {
             None
         } else {
-            channel.hold_point(&self.beginnings)
+            channel.hold_point(&self.beginnings, self.tail_limit)
         };
         let to = hold.unwrap_or(channel.text.len());
         if to > channel.settled {
@@ -457,7 +468,7 @@ impl State {
                     channel.text.len()
                 } else {
                     channel
-                        .hold_point(&self.beginnings)
+                        .hold_point(&self.beginnings, self.tail_limit)
                         .unwrap_or(channel.text.len())
                 };
             }
@@ -466,7 +477,7 @@ impl State {
         let hold = if end {
             None
         } else {
-            channel.hold_point(&self.beginnings)
+            channel.hold_point(&self.beginnings, self.tail_limit)
         };
         let blocking = hold.and_then(|hold| {
             channel

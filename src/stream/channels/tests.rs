@@ -230,37 +230,52 @@ fn past_the_most_channels_a_stream_is_refused() {
 }
 
 #[test]
-fn past_the_most_items_held_a_stream_is_refused() {
+fn past_the_most_items_held_the_oldest_hold_settles_and_nothing_is_refused() {
     let mut joined = joiner();
     joined.push(line("sk-re")).expect("within bounds");
-    let mut refused = None;
+    let mut out = Vec::new();
     for i in 0..=MAX_HELD_EVENTS {
-        if let Err(exceeded) = joined.push(format!("{{\"other\":\"{i} \"}}")) {
-            refused = Some((i, exceeded));
-            break;
-        }
+        joined
+            .push(format!("{{\"other\":\"{i} \"}}"))
+            .expect("never refused for holding");
+        out.extend(drain(&mut joined));
     }
-    let (at, exceeded) = refused.expect("refused");
-    assert!(matches!(exceeded, Exceeded::Held(_)));
-    assert_eq!(at, MAX_HELD_EVENTS - 1, "refused at the bound");
-    assert!(drain(&mut joined).is_empty(), "nothing held is yielded");
+    assert_eq!(out.len(), MAX_HELD_EVENTS + 2, "every item released");
+    assert_eq!(out[0], line("sk-re"));
+    assert!(joined.held.len() <= MAX_HELD_EVENTS);
 }
 
 #[test]
-fn a_channel_that_keeps_more_than_its_bound_is_refused() {
+fn a_large_item_that_ends_open_is_released_at_once() {
     let concealer = Concealer::new([TOKEN]);
     let mut joined: Joined<String> = Joined::new(Some(&concealer));
-    // An escape at work in a run that never ends: held, and bounded.
+    // Past the held bytes' bound, ending in what begins the token.
+    let big = format!("{}sk-re", "a".repeat(4 * concealer.reach().max(1 << 20)));
+    joined.push(line(&big)).expect("never refused");
+    assert_eq!(drain(&mut joined), [line(&big)]);
+    // What comes after is still concealed where the form resumes.
+    let (_, rest) = TOKEN.split_at(5);
+    joined.push(line(rest)).expect("within bounds");
+    joined.take(None).expect("within bounds");
+    let out = drain(&mut joined);
+    assert_eq!(out, [line(REDACTED)], "the rest of the form goes");
+}
+
+#[test]
+fn a_channel_holds_no_more_than_its_reach_at_its_end() {
+    let concealer = Concealer::new([TOKEN]);
+    let mut joined: Joined<String> = Joined::new(Some(&concealer));
+    // An escape at work in a run that never ends: held, up to the reach.
     joined.push(line("%")).expect("within bounds");
     let piece = "a".repeat(8192);
-    let mut refused = None;
-    for _ in 0..(concealer.reach() / piece.len() + 2) {
-        if let Err(exceeded) = joined.push(line(&piece)) {
-            refused = Some(exceeded);
-            break;
-        }
+    let pushed = concealer.reach() / piece.len() + 2;
+    let mut out = drain(&mut joined);
+    for _ in 0..pushed {
+        joined.push(line(&piece)).expect("never refused");
+        out.extend(drain(&mut joined));
     }
-    assert!(matches!(refused, Some(Exceeded::Channel(_))), "{refused:?}");
+    assert!(!out.is_empty(), "what lies past the reach is released");
+    assert!(out.len() < pushed + 1, "the end is held");
 }
 
 /// English text as a model streams it, a word or half a long one per
