@@ -96,57 +96,126 @@ impl Beginnings {
     }
 
     /// The length of the longest pattern.
+    #[cfg(test)]
     pub(crate) fn longest(&self) -> usize {
         self.longest
+    }
+
+    /// How many bytes at the end of a text can be inside a prefix of a
+    /// pattern: the longest pattern, with a line break (`CRLF` at most)
+    /// after each of its bytes. A walk started this far back from the end
+    /// ends where a walk over the whole text does.
+    pub(crate) fn window(&self) -> usize {
+        3 * self.longest + 8
+    }
+
+    /// A walk at the start of a text.
+    pub(crate) fn walk(&self) -> Walk {
+        Walk {
+            sid: self.automaton.as_ref().map_or(StateID::ZERO, |a| a.1),
+            breaks: 0,
+            last: 0,
+        }
+    }
+
+    /// Walks on over `bytes`, line breaks dropped, a blank line ending any
+    /// form.
+    pub(crate) fn step(&self, walk: &mut Walk, bytes: &[u8]) {
+        let Some((nfa, start, _)) = &self.automaton else {
+            return;
+        };
+        for &byte in bytes {
+            match byte {
+                b'\n' if walk.last == b'\r' => {}
+                b'\n' | b'\r' => {
+                    walk.breaks = walk.breaks.saturating_add(1);
+                    if walk.breaks > 1 {
+                        // No form spans a blank line.
+                        walk.sid = *start;
+                    }
+                }
+                _ => {
+                    walk.breaks = 0;
+                    walk.sid = nfa.next_state(Anchored::No, walk.sid, byte);
+                }
+            }
+            walk.last = byte;
+        }
+    }
+
+    /// How many bytes of a pattern (line breaks not counted) the text a
+    /// walk went over ends in: 0 when no end of it begins a pattern, and
+    /// `usize::MAX` when the automaton could not be built, when any end
+    /// could.
+    pub(crate) fn depth(&self, walk: &Walk) -> usize {
+        match &self.automaton {
+            Some((_, _, depths)) => depths.get(&walk.sid).copied().unwrap_or(0),
+            None => usize::MAX,
+        }
+    }
+
+    /// Whether a one-byte beginning after `byte` is held: after a
+    /// separator as a key is quoted or set (`"`, `'`, a space, a tab, `=`,
+    /// `:`, `,`, `(`, `[`, `{`, a backtick, a line break). Inside a word
+    /// it is not: holding every text that ends in a pattern's first letter
+    /// would hold one English word in nine.
+    pub(crate) fn leads(byte: u8) -> bool {
+        matches!(
+            byte,
+            b'"' | b'\''
+                | b' '
+                | b'\t'
+                | b'='
+                | b':'
+                | b','
+                | b'('
+                | b'['
+                | b'{'
+                | b'`'
+                | b'\n'
+                | b'\r'
+        )
     }
 
     /// Where the end of `text` could be the start of a form, as its own
     /// pattern (line breaks inside it dropped, a blank line ending it), and
     /// how many bytes of the pattern it would be: `None` when no end of it
-    /// is a prefix of any pattern. Only the last bytes are read: a prefix
-    /// is shorter than the longest pattern, with a line break (`CRLF` at
-    /// most) after each of its bytes.
+    /// is a prefix of any pattern.
+    #[cfg(test)]
     pub(crate) fn open_tail(&self, text: &str) -> Option<(usize, usize)> {
         let bytes = text.as_bytes();
-        let Some((nfa, start, depths)) = &self.automaton else {
-            return (!bytes.is_empty()).then_some((0, bytes.len()));
-        };
-        let from = bytes.len().saturating_sub(3 * self.longest + 8);
-        let mut sid = *start;
-        let mut breaks = 0;
-        let mut last = 0u8;
-        for &byte in bytes.get(from..).unwrap_or_default() {
-            match byte {
-                b'\n' if last == b'\r' => {}
-                b'\n' | b'\r' => {
-                    breaks += 1;
-                    if breaks > 1 {
-                        // No form spans a blank line.
-                        sid = *start;
-                    }
-                }
-                _ => {
-                    breaks = 0;
-                    sid = nfa.next_state(Anchored::No, sid, byte);
-                }
-            }
-            last = byte;
-        }
-        let depth = depths.get(&sid).copied().unwrap_or(0);
-        if depth == 0 {
+        let mut walk = self.walk();
+        let from = bytes.len().saturating_sub(self.window());
+        self.step(&mut walk, bytes.get(from..).unwrap_or_default());
+        let depth = self.depth(&walk);
+        if depth == 0 || bytes.is_empty() {
             return None;
         }
-        // Back over `depth` bytes that are not line breaks.
-        let mut left = depth;
-        let mut at = bytes.len();
-        while left > 0 && at > 0 {
-            at -= 1;
-            if !matches!(bytes[at], b'\n' | b'\r') {
-                left -= 1;
-            }
-        }
-        Some((at, depth))
+        Some((back_over(bytes, 0, depth), depth.min(bytes.len())))
     }
+}
+
+/// Where a walk over a text stands: the automaton's state, and the line
+/// breaks just read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Walk {
+    sid: StateID,
+    breaks: u8,
+    last: u8,
+}
+
+/// Where `depth` bytes that are not line breaks end `bytes`, going back no
+/// further than `from`.
+pub(crate) fn back_over(bytes: &[u8], from: usize, depth: usize) -> usize {
+    let mut left = depth;
+    let mut at = bytes.len();
+    while left > 0 && at > from {
+        at -= 1;
+        if !matches!(bytes[at], b'\n' | b'\r') {
+            left -= 1;
+        }
+    }
+    at
 }
 
 #[cfg(test)]
