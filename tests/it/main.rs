@@ -30,6 +30,7 @@ mod remedies_point_where_the_wire_does;
 mod retries;
 mod streams;
 mod streams_joined;
+mod streams_joined_settle;
 mod streams_joined_token_file;
 mod streams_large_events;
 mod the_api;

@@ -11,12 +11,15 @@
 //! reading, each with and without the event's type (`mod.rs` names both),
 //! and a form that any of them spells is concealed.
 //!
-//! A reading is one variant of [`Reading`] and one arm of
-//! [`Reading::each`]. A join that names its strings otherwise (the crate's
-//! own join of deltas, by choice and part) is one more variant: its arm
-//! names each literal it joins by the slot whose `raw` range is that
-//! literal's (the slots of a JSON object are its strings, in the order
-//! they stand).
+//! A reading is one variant of [`Reading`], its tag, its place in
+//! [`READINGS`] and one arm of [`Reading::each`], which is given the item's
+//! type and data besides its parsed strings. A join that names its strings
+//! otherwise (the crate's own join of deltas, keyed by choice and part) is
+//! one more variant: its arm reads the literal ranges of the strings it
+//! joins from the type and data, and calls `join` with the slot whose
+//! `raw` range is each literal's (the slots of a JSON object are its
+//! strings, in the order they stand, so a binary search by `raw.start`
+//! finds it) and a path made of its key (`/0/1` for choice 0, part 1).
 
 use std::ops::Range;
 
@@ -148,9 +151,19 @@ impl Reading {
     }
 
     /// Calls `join` with each slot this reading joins, in the order they
-    /// stand, and the path that names its channel. An empty string joins
-    /// nothing: it neither adds to a channel nor continues it.
-    pub(super) fn each(self, parsed: &Parsed, data: &str, mut join: impl FnMut(usize, &str)) {
+    /// stand, and the path that names its channel, for an item of `kind`
+    /// whose data is `data`. An empty string joins nothing: it neither adds
+    /// to a channel nor continues it.
+    pub(super) fn each(
+        self,
+        parsed: &Parsed,
+        kind: &str,
+        data: &str,
+        mut join: impl FnMut(usize, &str),
+    ) {
+        // Every reading so far names its channels from the parsed strings
+        // alone; one that reads the item's type as well has it here.
+        let _ = kind;
         for (at, slot) in parsed.slots.iter().enumerate() {
             if slot.value(data).is_empty() {
                 continue;
@@ -210,7 +223,9 @@ mod tests {
     fn joined(reading: Reading, data: &str) -> Vec<(usize, String)> {
         let parsed = Parsed::of(data);
         let mut out = Vec::new();
-        reading.each(&parsed, data, |at, path| out.push((at, path.to_owned())));
+        reading.each(&parsed, "message", data, |at, path| {
+            out.push((at, path.to_owned()));
+        });
         out
     }
 

@@ -112,7 +112,7 @@ impl State {
         let mut joins = Vec::new();
         let mut exceeded = false;
         for reading in READINGS {
-            reading.each(parsed, data, |slot, path| {
+            reading.each(parsed, kind, data, |slot, path| {
                 for typed in [true, false] {
                     let name = &mut self.name;
                     name.clear();
