@@ -116,7 +116,7 @@ impl Shape {
                 n % 2
             ),
             Shape::Parts => {
-                let parts = if n % 2 == 0 {
+                let parts = if n.is_multiple_of(2) {
                     format!("{{\"text\":{text}}}")
                 } else {
                     format!("{{\"text\":\"\"}},{{\"text\":{text}}}")
