@@ -75,6 +75,10 @@ pub(crate) const MAX_CHANNELS: usize = 4096;
 /// take; names that join the same strings share a channel.
 pub(crate) const MAX_NAMES: usize = 16 * MAX_CHANNELS;
 
+/// The most bytes the paths and event types that name a stream's channels
+/// may take: a key or a type is as long as the engine makes it.
+pub(crate) const MAX_NAME_BYTES: usize = 4 << 20;
+
 /// The most events held at once: past it, the oldest hold settles.
 pub(crate) const MAX_HELD_EVENTS: usize = 4096;
 
@@ -121,8 +125,11 @@ impl Carrier for String {
 /// Which bound a stream passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Exceeded {
-    /// More channels than [`MAX_CHANNELS`], or names than [`MAX_NAMES`].
+    /// More channels than [`MAX_CHANNELS`].
     Channels,
+    /// More names than [`MAX_NAMES`], or their paths and types more bytes
+    /// than [`MAX_NAME_BYTES`].
+    Names,
 }
 
 impl Exceeded {
@@ -131,6 +138,9 @@ impl Exceeded {
             Exceeded::Channels => {
                 format!("it opened more than {MAX_CHANNELS} channels (string paths per event type)")
             }
+            Exceeded::Names => format!(
+                "its strings took more than {MAX_NAMES} names, or {MAX_NAME_BYTES} bytes of string paths and event types"
+            ),
         }
     }
 }
@@ -165,6 +175,9 @@ struct Held<T> {
     seq: u64,
     item: T,
     slots: Vec<HeldSlot>,
+    /// Each string joined to a channel, as (slot, channel), by slot: a
+    /// channel holds the strings of one item in this order.
+    joined: Vec<(usize, usize)>,
 }
 
 impl<T: Carrier> Joined<T> {
@@ -239,31 +252,41 @@ impl<T: Carrier> Joined<T> {
         self.next_seq += 1;
         let data = item.data();
         let parsed = Parsed::of(data);
-        let joins = state.joins(&parsed, data, item.kind())?;
+        let mut joins = state.joins(&parsed, data, item.kind())?;
         let held = &mut self.held;
-        let assigned = state.assign(joins, |original, copy| {
+        let assigned = state.assign(&mut joins, |original, copy| {
             for held in held.iter_mut() {
-                for slot in &mut held.slots {
-                    if slot.channels.contains(&original) {
-                        slot.channels.push(copy);
-                    }
-                }
+                let copies: Vec<(usize, usize)> = held
+                    .joined
+                    .iter()
+                    .filter(|&&(_, channel)| channel == original)
+                    .map(|&(slot, _)| (slot, copy))
+                    .collect();
+                held.joined.extend(copies);
+                held.joined.sort_unstable();
             }
         })?;
-        let mut slots: Vec<HeldSlot> = parsed.slots.iter().map(HeldSlot::of).collect();
+        let slots: Vec<HeldSlot> = parsed.slots.iter().map(HeldSlot::of).collect();
+        let mut joined: Vec<(usize, usize)> = Vec::with_capacity(assigned.len());
         if let Some(beginnings) = &state.beginnings {
-            for (channel, joined) in &assigned {
-                for &slot in joined {
+            for (channel, range) in &assigned {
+                for &(_, slot) in &joins[range.clone()] {
                     let (value, scope) =
                         (parsed.slots[slot].value(data), parsed.slots[slot].scope());
                     state.channels[*channel].append(seq, slot, value, scope, beginnings);
-                    slots[slot].channels.push(*channel);
+                    joined.push((slot, *channel));
                 }
             }
         }
+        joined.sort_unstable();
         let closes = closed(&parsed);
         self.held_bytes += data.len();
-        self.held.push_back(Held { seq, item, slots });
+        self.held.push_back(Held {
+            seq,
+            item,
+            slots,
+            joined,
+        });
         for (channel, _) in assigned {
             state.settle(channel, false);
         }
@@ -317,9 +340,9 @@ impl<T: Carrier> Joined<T> {
                 break;
             };
             self.held_bytes = self.held_bytes.saturating_sub(held.item.data().len());
-            for (at, slot) in held.slots.iter_mut().enumerate() {
-                for &channel in &slot.channels {
-                    let cuts = state.channels[channel].release(held.seq, at);
+            for &(slot, channel) in &held.joined {
+                let cuts = state.channels[channel].release(held.seq, slot);
+                if let Some(slot) = held.slots.get_mut(slot) {
                     slot.cuts.extend(cuts);
                 }
             }

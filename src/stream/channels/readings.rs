@@ -11,8 +11,8 @@
 //! reading, each with and without the event's type (`mod.rs` names both),
 //! and a form that any of them spells is concealed.
 //!
-//! A reading is one variant of [`Reading`], its tag, its place in
-//! [`READINGS`] and one arm of [`Reading::each`], which is given the item's
+//! A reading is one variant of [`Reading`], its place in [`READINGS`]
+//! (which names it) and one arm of [`Reading::each`], which is given the item's
 //! type and data besides its parsed strings. A join that names its strings
 //! otherwise (the crate's own join of deltas, keyed by choice and part) is
 //! one more variant: its arm reads the literal ranges of the strings it
@@ -136,20 +136,6 @@ pub(super) const READINGS: [Reading; 8] = [
 ];
 
 impl Reading {
-    /// The first byte of the names of its channels.
-    pub(super) fn tag(self) -> u8 {
-        match self {
-            Reading::Indexed => b'i',
-            Reading::Positions => b'p',
-            Reading::Keys => b'k',
-            Reading::LastIndexed => b'I',
-            Reading::LastPositions => b'P',
-            Reading::LastKeys => b'K',
-            Reading::Text => b't',
-            Reading::Decoded => b'd',
-        }
-    }
-
     /// Calls `join` with each slot this reading joins, in the order they
     /// stand, and the path that names its channel, for an item of `kind`
     /// whose data is `data`. An empty string joins nothing: it neither adds

@@ -14,11 +14,10 @@ use super::readings::{Form, Slot};
 use crate::conceal::REDACTED;
 
 /// A string of a held item: where it stands in the data, how its value
-/// maps to those bytes, the channels it joined, and what forms took of it.
+/// maps to those bytes, and what forms took of it.
 pub(super) struct HeldSlot {
     raw: Range<usize>,
     mapping: Mapping,
-    pub(super) channels: Vec<usize>,
     pub(super) cuts: Vec<Cut>,
 }
 
@@ -42,7 +41,6 @@ impl HeldSlot {
         HeldSlot {
             raw: slot.raw.clone(),
             mapping,
-            channels: Vec::new(),
             cuts: Vec::new(),
         }
     }
@@ -185,7 +183,6 @@ mod tests {
         let slot = |raw: Range<usize>, cuts: Vec<Cut>| HeldSlot {
             raw,
             mapping: Mapping::Literal,
-            channels: Vec::new(),
             cuts,
         };
         let slots = [

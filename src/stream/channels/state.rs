@@ -10,15 +10,23 @@
 //! as many channels as it has different joined texts.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use super::channel::Channel;
 use super::readings::{Parsed, READINGS};
-use super::{Exceeded, MAX_CHANNELS, MAX_NAMES, SETTLE_AFTER};
+use super::{Exceeded, MAX_CHANNELS, MAX_NAME_BYTES, MAX_NAMES, SETTLE_AFTER};
 use crate::conceal::joined::Beginnings;
 use crate::conceal::{Concealer, Known};
 
-/// No channel yet: a name first met in this item.
+/// No channel yet: a name first met in this item; or no name yet.
 const NEW: usize = usize::MAX;
+
+/// The names one path takes: for each reading, with no type, and with
+/// each type met.
+struct PathNames {
+    untyped: [usize; READINGS.len()],
+    typed: Vec<(Box<str>, [usize; READINGS.len()])>,
+}
 
 /// The least the held items' data may take before the oldest hold
 /// settles, whatever the secrets (the bound is four times the concealer's
@@ -33,7 +41,10 @@ pub(super) struct State {
     known: Known,
     /// `None` while the concealer holds no secret: nothing is joined.
     pub(super) beginnings: Option<Beginnings>,
-    names: HashMap<String, usize>,
+    /// The names (a reading, a type or none, and a path) of each path.
+    names: HashMap<String, PathNames>,
+    /// The bytes the paths and types of `names` take.
+    name_bytes: usize,
     /// The channel of each name.
     channel_of: Vec<usize>,
     pub(super) channels: Vec<Channel>,
@@ -50,8 +61,6 @@ pub(super) struct State {
     /// The most bytes of data the held items may take: past it, the oldest
     /// hold settles and its items are released.
     pub(super) held_limit: usize,
-    /// A name being written, kept to write the next.
-    name: String,
 }
 
 impl State {
@@ -61,6 +70,7 @@ impl State {
             beginnings: concealer.beginnings(),
             concealer,
             names: HashMap::new(),
+            name_bytes: 0,
             channel_of: Vec::new(),
             channels: Vec::new(),
             blocks: BTreeMap::new(),
@@ -68,7 +78,6 @@ impl State {
             context: 0,
             tail_limit: 0,
             held_limit: 0,
-            name: String::new(),
         };
         state.bound();
         state
@@ -110,41 +119,61 @@ impl State {
         kind: &str,
     ) -> Result<Vec<(usize, usize)>, Exceeded> {
         let mut joins = Vec::new();
-        let mut exceeded = false;
-        for reading in READINGS {
+        let mut exceeded = None;
+        for (reading_at, reading) in READINGS.into_iter().enumerate() {
             reading.each(parsed, kind, data, |slot, path| {
-                for typed in [true, false] {
-                    let name = &mut self.name;
-                    name.clear();
-                    name.push(char::from(reading.tag()));
-                    if typed {
-                        name.push('t');
-                        name.push_str(kind);
-                    } else {
-                        name.push('u');
+                if exceeded.is_some() {
+                    return;
+                }
+                if !self.names.contains_key(path) {
+                    self.name_bytes += path.len();
+                    if self.name_bytes > MAX_NAME_BYTES {
+                        exceeded = Some(Exceeded::Names);
+                        return;
                     }
-                    name.push('\0');
-                    name.push_str(path);
-                    let id = match self.names.get(name.as_str()) {
-                        Some(&id) => id,
-                        None if self.channel_of.len() >= MAX_NAMES => {
-                            exceeded = true;
-                            continue;
+                    self.names.insert(
+                        path.to_owned(),
+                        PathNames {
+                            untyped: [NEW; READINGS.len()],
+                            typed: Vec::new(),
+                        },
+                    );
+                }
+                let Some(names) = self.names.get_mut(path) else {
+                    return;
+                };
+                let typed = match names.typed.iter().position(|(k, _)| **k == *kind) {
+                    Some(at) => at,
+                    None => {
+                        self.name_bytes += kind.len();
+                        if self.name_bytes > MAX_NAME_BYTES {
+                            exceeded = Some(Exceeded::Names);
+                            return;
                         }
-                        None => {
-                            self.names.insert(name.clone(), self.channel_of.len());
-                            self.channel_of.push(NEW);
-                            self.channel_of.len() - 1
+                        names.typed.push((kind.into(), [NEW; READINGS.len()]));
+                        names.typed.len() - 1
+                    }
+                };
+                for id in [
+                    &mut names.untyped[reading_at],
+                    &mut names.typed[typed].1[reading_at],
+                ] {
+                    if *id == NEW {
+                        if self.channel_of.len() >= MAX_NAMES {
+                            exceeded = Some(Exceeded::Names);
+                            return;
                         }
-                    };
-                    joins.push((id, slot));
+                        self.channel_of.push(NEW);
+                        *id = self.channel_of.len() - 1;
+                    }
+                    joins.push((*id, slot));
                 }
             });
         }
-        if exceeded {
-            return Err(Exceeded::Channels);
+        match exceeded {
+            Some(exceeded) => Err(exceeded),
+            None => Ok(joins),
         }
-        Ok(joins)
     }
 
     /// Which channel gets which strings of this item: names that share a
@@ -153,23 +182,29 @@ impl State {
     /// of it (those that receive none keep the channel as it is); new
     /// names receiving the same strings share a new channel. `copied` is
     /// told of each copy (the held items' strings the original holds are
-    /// the copy's too).
+    /// the copy's too). Each channel comes with the range of `joins`
+    /// (sorted here by name and slot) whose slots it gets.
     pub(super) fn assign(
         &mut self,
-        mut joins: Vec<(usize, usize)>,
+        joins: &mut [(usize, usize)],
         mut copied: impl FnMut(usize, usize),
-    ) -> Result<Vec<(usize, Vec<usize>)>, Exceeded> {
+    ) -> Result<Vec<(usize, Range<usize>)>, Exceeded> {
         joins.sort_unstable();
-        // Each name with the slots it receives, in order.
-        let mut received: Vec<(usize, usize, Vec<usize>)> = Vec::new();
-        for (name, slot) in joins {
+        // Each name with its channel and the range of the slots it
+        // receives, in order.
+        let mut received: Vec<(usize, usize, Range<usize>)> = Vec::new();
+        for (at, &(name, _)) in joins.iter().enumerate() {
             match received.last_mut() {
-                Some((last, _, slots)) if *last == name => slots.push(slot),
-                _ => received.push((name, self.channel_of[name], vec![slot])),
+                Some((last, _, slots)) if *last == name => slots.end = at + 1,
+                _ => received.push((name, self.channel_of[name], at..at + 1)),
             }
         }
-        received.sort_by(|a, b| (a.1, &a.2).cmp(&(b.1, &b.2)));
-        let mut out: Vec<(usize, Vec<usize>)> = Vec::new();
+        let slots_of = |range: &Range<usize>| joins[range.clone()].iter().map(|&(_, slot)| slot);
+        received.sort_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| slots_of(&a.2).cmp(slots_of(&b.2)))
+        });
+        let mut out: Vec<(usize, Range<usize>)> = Vec::new();
         let mut at = 0;
         while at < received.len() {
             let channel = received[at].1;
@@ -181,11 +216,13 @@ impl State {
             let group = &received[at..end];
             // Runs of names receiving the same slots (the group is sorted
             // by them).
-            let mut runs: Vec<(usize, usize)> = Vec::new();
+            let mut runs: Vec<Range<usize>> = Vec::new();
             for (i, (_, _, slots)) in group.iter().enumerate() {
                 match runs.last_mut() {
-                    Some(run) if group[run.0].2 == *slots => run.1 = i + 1,
-                    _ => runs.push((i, i + 1)),
+                    Some(run) if slots_of(&group[run.start].2).eq(slots_of(slots)) => {
+                        run.end = i + 1;
+                    }
+                    _ => runs.push(i..i + 1),
                 }
             }
             let untouched = if channel == NEW {
@@ -193,7 +230,7 @@ impl State {
             } else {
                 self.channels[channel].names - group.len()
             };
-            for (n, &(from, to)) in runs.iter().enumerate() {
+            for (n, run) in runs.into_iter().enumerate() {
                 let target = if channel != NEW && untouched == 0 && n == 0 {
                     channel
                 } else {
@@ -218,14 +255,14 @@ impl State {
                     }
                     copy
                 };
-                for (name, _, _) in &group[from..to] {
+                for (name, _, _) in &group[run.clone()] {
                     if channel != NEW {
                         self.channels[channel].names -= 1;
                     }
                     self.channel_of[*name] = target;
                     self.channels[target].names += 1;
                 }
-                out.push((target, group[from].2.clone()));
+                out.push((target, group[run.start].2.clone()));
             }
             at = end;
         }

@@ -764,3 +764,19 @@ fn a_token_the_concealer_adopts_mid_stream_is_joined_from_the_next_item_on() {
     let after = joined.state.as_ref().map(|s| (s.context, s.held_limit));
     assert_ne!(before, after, "the context and the bounds derive from it");
 }
+
+#[test]
+fn past_the_bytes_names_may_take_a_stream_is_refused() {
+    let mut joined = Joined::<Event>::new(Some(&Concealer::new([TOKEN])));
+    let long = "t".repeat(MAX_NAME_BYTES / 4);
+    let refused = (0..8).find_map(|i| {
+        joined
+            .push(event(Some(&format!("{long}{i}")), "{\"a\":\"v\"}"))
+            .err()
+    });
+    assert_eq!(
+        refused,
+        Some(Exceeded::Names),
+        "event types as long as the engine makes them"
+    );
+}
