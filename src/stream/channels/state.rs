@@ -275,6 +275,8 @@ impl State {
     /// the channel still holds back.
     pub(super) fn settle(&mut self, at: usize, end: bool) {
         let Some(beginnings) = &self.beginnings else {
+            // No secret left to conceal: nothing holds.
+            self.block(at, None);
             return;
         };
         let channel = &mut self.channels[at];

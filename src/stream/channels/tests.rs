@@ -780,3 +780,15 @@ fn past_the_bytes_names_may_take_a_stream_is_refused() {
         "event types as long as the engine makes them"
     );
 }
+
+#[test]
+fn when_the_concealer_drops_its_last_secret_what_was_held_goes_first_in_order() {
+    let concealer = Concealer::new([]);
+    concealer.hold([TOKEN]);
+    let mut joined: Joined<String> = Joined::new(Some(&concealer));
+    joined.push(line("sk-re")).expect("within bounds");
+    assert!(drain(&mut joined).is_empty());
+    concealer.hold([]);
+    joined.push(line("next")).expect("within bounds");
+    assert_eq!(drain(&mut joined), [line("sk-re"), line("next")]);
+}
