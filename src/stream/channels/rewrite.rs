@@ -91,25 +91,30 @@ impl HeldSlot {
 /// The offset in a literal where the value's byte `at` falls: the start of
 /// the character it is in (`up`: the end of it).
 fn raw_at(bounds: &[(usize, usize)], at: usize, up: bool) -> usize {
-    let found = bounds.partition_point(|&(value, _)| value <= at);
-    let index = match (up, found) {
-        (_, 0) => 0,
-        (true, found) if bounds[found - 1].0 < at => found.min(bounds.len() - 1),
-        (_, found) => found - 1,
-    };
-    bounds[index].1
+    boundary(bounds, at, up, |&(value, _)| value)
 }
 
 /// A literal's offset `at` moved out to the nearest boundary between its
 /// escapes (`up`: forward), and kept inside its quotes.
 fn widen(bounds: &[(usize, usize)], at: usize, up: bool) -> usize {
-    let found = bounds.partition_point(|&(_, raw)| raw <= at);
+    boundary(bounds, at, up, |&(_, raw)| raw)
+}
+
+/// The literal's offset of the boundary at or before `at` (`up`: at or
+/// after it, the last at most), `at` measured as `side` reads a boundary.
+fn boundary(
+    bounds: &[(usize, usize)],
+    at: usize,
+    up: bool,
+    side: fn(&(usize, usize)) -> usize,
+) -> usize {
+    let found = bounds.partition_point(|bound| side(bound) <= at);
     let index = match (up, found) {
         (_, 0) => 0,
-        (true, found) if bounds[found - 1].1 < at => found.min(bounds.len() - 1),
+        (true, found) if side(&bounds[found - 1]) < at => found.min(bounds.len() - 1),
         (_, found) => found - 1,
     };
-    bounds[index].1
+    bounds.get(index).map_or(0, |&(_, raw)| raw)
 }
 
 fn floor_char(text: &str, mut at: usize) -> usize {
