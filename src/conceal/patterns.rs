@@ -123,6 +123,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
         }
     }
     let kinds: Vec<Kind> = patterns.values().copied().collect();
+    let texts: Vec<Vec<u8>> = patterns.keys().cloned().collect();
     let mut pairs = vec![0u64; 256 * 256 / 64];
     for pattern in patterns.keys() {
         for pair in pattern.windows(2) {
@@ -203,6 +204,7 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
         (Ok(leftmost), Ok(overlapping)) => Matcher::Automaton(Box::new(Search {
             leftmost,
             overlapping,
+            patterns: texts,
             longest,
             shortest,
             gate,
@@ -229,6 +231,10 @@ pub(super) struct Search {
     pub(super) leftmost: AhoCorasick,
     /// Finds every hit in a window, overlapping ones included.
     pub(super) overlapping: AhoCorasick,
+    /// The patterns themselves, by pattern id: of every secret the
+    /// concealer holds, for the readers that test an end of text against
+    /// them (`joined.rs`).
+    pub(super) patterns: Vec<Vec<u8>>,
     /// The length of the longest pattern: how far a hit can reach past
     /// where it starts.
     pub(super) longest: usize,
@@ -509,15 +515,6 @@ fn base64_cores(secret: &[u8]) -> Vec<(String, u8, u8)> {
         }
     }
     cores
-}
-
-/// The base64 cores of `secret`, for the readers outside this module
-/// that need the patterns themselves (`joined.rs`).
-pub(super) fn cores_of(secret: &[u8]) -> Vec<String> {
-    base64_cores(secret)
-        .into_iter()
-        .map(|(core, ..)| core)
-        .collect()
 }
 
 /// The cores of `secret` without its first and last [`MARGIN`] bytes, each

@@ -213,25 +213,49 @@ pub use self::engine::{End, Piece, Reply, Script, Sent, send_all};
 /// given (virtual) times.
 mod engine;
 
-/// The string values of a JSON object as a stream's channels read them:
-/// each literal's byte range (quotes included), its decoded value and its
-/// path; or why the text is read as no JSON object (`other`, `invalid`,
-/// `deep`).
-#[allow(clippy::type_complexity)]
-pub fn json_strings(
-    text: &str,
-) -> Result<Vec<(std::ops::Range<usize>, String, String)>, &'static str> {
+/// A string value of a JSON object as a stream's channels read it.
+#[derive(Clone, Debug)]
+pub struct JsonStringRead {
+    /// The literal's bytes, quotes included.
+    pub raw: std::ops::Range<usize>,
+    /// Its value, decoded.
+    pub value: String,
+    /// Its path by `index` members, by keys and array positions, and by
+    /// keys alone.
+    pub path: String,
+    pub position: String,
+    pub keys: String,
+    /// Whether serde_json's reading drops it (a later member of one of
+    /// its objects has the same key).
+    pub shadowed: bool,
+}
+
+/// The string values of a JSON object as a stream's channels read them
+/// (those nested past the reader's bound left out); or why the text is
+/// read as no JSON object (`other`, `invalid`).
+pub fn json_strings(text: &str) -> Result<Vec<JsonStringRead>, &'static str> {
     use crate::stream::channels::json_spans::{NotAnObject, strings};
     match strings(text) {
         Ok(found) => Ok(found
             .into_iter()
-            .map(|s| (s.raw, s.value, s.path))
+            .map(|s| JsonStringRead {
+                raw: s.raw,
+                value: s.value,
+                path: s.path,
+                position: s.position,
+                keys: s.keys,
+                shadowed: s.shadowed,
+            })
             .collect()),
         Err(NotAnObject::Other) => Err("other"),
         Err(NotAnObject::Invalid) => Err("invalid"),
-        Err(NotAnObject::TooDeep) => Err("deep"),
     }
 }
+
+/// How deep a stream's channels name the strings of a JSON object: a
+/// string inside more containers than this (the object itself counted)
+/// joins no channel.
+pub const JSON_MAX_DEPTH: usize = crate::stream::channels::json_spans::MAX_DEPTH;
 
 /// NDJSON lines through a stream's channels, each concealed first as the
 /// stream conceals what arrives, then its end: the lines released, in

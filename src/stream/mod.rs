@@ -363,18 +363,45 @@ impl AnswerStream {
     /// not yielded. An event the end of the body cuts off is not yielded
     /// either, as the standard says; [`ending`](Self::ending) counts it.
     ///
-    /// What a predictor joins is concealed as joined: each string of an
-    /// event's JSON data belongs to a *channel*, named by the event's type
-    /// and the string's path (an object with an integer `index` member is
-    /// named by it, as OpenAI's choices and tool calls and Anthropic's
-    /// content blocks need); data that is not a JSON object is one channel
-    /// per type. A form of a secret that a channel's strings spell across
-    /// events becomes one `[redacted]` in the first string it touched, the
-    /// others losing their part (re-escaped, still JSON); every other byte,
-    /// and each event's type and id, stay. An event is held back only
-    /// while one of its channels ends in what could still begin such a
-    /// form, until later bytes settle it or the stream ends (a refusal that
-    /// ends it comes after), never on a timer.
+    /// What a predictor joins is concealed as joined. Each string of an
+    /// event's data, read as predictors read it, is joined with the same
+    /// strings of the events before it, with and without the event types:
+    /// by its path with `index` members (OpenAI's choices and tool calls,
+    /// Anthropic's content blocks), by its path with array positions
+    /// (`choices[0]`), by its keys alone (Gemini's `parts`, a message's
+    /// blocks as one text), every occurrence of a repeated key and the last
+    /// (as serde_json keeps it); data that is a JSON string as its value,
+    /// and data that is no JSON object as text. A string nested deeper than
+    /// 64 levels joins nothing, the strings above it still do. A form of a
+    /// secret (the token, a token file's current and earlier tokens, the
+    /// Redis and proxy passwords) that a join spells across events becomes
+    /// one `[redacted]` in the first string it touched, the others losing
+    /// their part; every other byte, each event's type and id, and JSON
+    /// data's being JSON, stay.
+    ///
+    /// **What is held.** An event is held back while a join of its strings
+    /// ends in what could begin or be inside a form: two or more bytes
+    /// that begin one (the secret, its hex, a core of its base64; line
+    /// breaks inside them dropped), one such byte after `"`, `'`, a space,
+    /// a tab, `=`, `:`, `,`, `(`, `[`, `{`, a backtick or a line break, or
+    /// at the start of the join, or a run since the last separator that
+    /// holds a `\`, `%` or `&` (an escape may be at work). The events after
+    /// it wait with it, in order. **What is not.** One byte that could
+    /// begin a form inside a word (`cats`, for a token that starts with
+    /// `s`) holds nothing: if the form does go on, that byte stays in the
+    /// event already yielded and the rest of the form is concealed.
+    ///
+    /// **Until when.** A held event is released when later events settle
+    /// the join; when the engine closes it (Anthropic's
+    /// `content_block_stop` for its block, a choice's `finish_reason`);
+    /// when 64 events pass without adding to it (what it held is then
+    /// yielded, and a form that resumes after all is concealed from where
+    /// it resumes); or at the end of the stream (`[DONE]`, the body's end;
+    /// a refusal that ends it comes after). Never on a timer. An event is
+    /// limited by the answer cap alone: past 4,096 held events, or past
+    /// their bytes' bound (1 MiB, or four times the concealer's reach for
+    /// long secrets), the oldest is released rather than the stream
+    /// refused.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -407,9 +434,16 @@ impl AnswerStream {
     /// of the body. A line `[DONE]` ends the stream cleanly and is not
     /// yielded, as SSE's does. A line that is a JSON object with a
     /// top-level `error` member
-    /// ends the stream with a refusal, as an SSE error does. What a
-    /// predictor joins across lines is concealed as joined, as
-    /// [`next_event`](Self::next_event) says (every line is of one type).
+    /// ends the stream with a refusal, as an SSE error does.
+    ///
+    /// What a predictor joins across lines is concealed as joined, and a
+    /// line held back while a join of its strings could still begin or be
+    /// inside a form, exactly as [`next_event`](Self::next_event) says
+    /// (every line is of one type): held for two or more bytes that begin a
+    /// form, one such byte after a separator or at the join's start, or a
+    /// run that holds an escape's trigger; not for one byte inside a word;
+    /// released when later lines settle it, when the engine closes it, when
+    /// 64 lines pass without adding to it, or at the end, never on a timer.
     pub async fn next_line(&mut self) -> Option<Result<String, Refusal>> {
         poll_fn(|cx| {
             let reader = self.readers.lines.get_or_insert_with(|| self.flow.reader());

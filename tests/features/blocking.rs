@@ -374,3 +374,71 @@ fn from_spawn_blocking_it_sends_and_from_an_async_task_it_refuses() {
     assert_eq!(transport.meter().answers(), 2);
     drop(engine_runtime);
 }
+
+/// A token read from a file, split by the engine across 2, 3 and 8 deltas
+/// (OpenAI's SSE chunks, Ollama's NDJSON lines): what a predictor joins
+/// holds the marker once, and no form of the token.
+#[test]
+fn a_token_read_from_a_file_is_concealed_in_what_a_blocking_reader_joins() {
+    const FILE_TOKEN: &str = "mw-file-7Qx9Lm2Pz4Vb8Nc6Rt1Yw3K";
+    let path = std::env::temp_dir().join(format!("blocking-joined-token-{}", std::process::id()));
+    std::fs::write(&path, format!("{FILE_TOKEN}\n")).expect("the token file is written");
+    for ndjson in [false, true] {
+        for parts in [2, 3, 8] {
+            let step = FILE_TOKEN.len().div_ceil(parts);
+            let mut contents = vec!["key: "];
+            contents.extend(
+                (0..parts).map(|n| &FILE_TOKEN[n * step..((n + 1) * step).min(FILE_TOKEN.len())]),
+            );
+            contents.push(" ok");
+            let body: String = contents
+                .iter()
+                .map(|content| {
+                    let content = serde_json::to_string(content).expect("a string");
+                    if ndjson {
+                        format!("{{\"message\":{{\"role\":\"assistant\",\"content\":{content}}},\"done\":false}}\n")
+                    } else {
+                        format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{content}}}}}]}}\n\n")
+                    }
+                })
+                .collect();
+            let content_type = if ndjson {
+                "application/x-ndjson"
+            } else {
+                "text/event-stream"
+            };
+            let (_runtime, server) = answering(content_type, &body);
+            let transport = blocking::HttpTransport::builder(SCOPE)
+                .env(Env::from_pairs([("CHANT_BEHAVIOUR_ENGINE", server.uri())]))
+                .token_file(&path)
+                .build()
+                .expect("builds");
+            let mut stream = transport.stream("{}").expect("a 2xx head");
+            let datas: Vec<String> = if ndjson {
+                stream.lines().collect::<Result<_, _>>().expect("lines")
+            } else {
+                stream
+                    .events()
+                    .map(|event| event.map(|event| event.data().to_owned()))
+                    .collect::<Result<_, _>>()
+                    .expect("events")
+            };
+            let text: String = datas
+                .iter()
+                .map(|data| {
+                    let value: serde_json::Value = serde_json::from_str(data).expect("still JSON");
+                    let content = if ndjson {
+                        &value["message"]["content"]
+                    } else {
+                        &value["choices"][0]["delta"]["content"]
+                    };
+                    content.as_str().unwrap_or_default().to_owned()
+                })
+                .collect();
+            let what = format!("ndjson: {ndjson}, {parts} deltas");
+            crate::support::forms::assert_no_form(FILE_TOKEN, &what, &text);
+            assert_eq!(text, format!("key: {} ok", meterwire::REDACTED), "{what}");
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}

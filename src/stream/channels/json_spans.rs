@@ -1,21 +1,25 @@
 //! The string values of a JSON object, each with the bytes its literal
-//! takes in the text, its decoded value, and the path that names its
-//! channel (`mod.rs`).
+//! takes in the text, its decoded value, and the paths that name the
+//! channels it joins (`readings.rs`): by the path with `index` members, by
+//! keys and array positions, by keys alone; and whether serde_json's
+//! reading, which keeps the last of a repeated key, drops it.
 //!
 //! Hand-written rather than read with serde_json, which the crate has: a
 //! channel's string is rewritten in place, so the reader must say where
 //! each literal stands, which serde_json's values do not (and its maps
-//! sort their keys), and it must name an object by its `index` member
-//! wherever in the object that member comes. The scanner is the JSON
-//! grammar and nothing more, iterative (an explicit stack, no recursion)
-//! and bounded in depth; the fuzz target `json_spans` holds it to
-//! serde_json on what is JSON and on every value it decodes.
+//! keep one of a repeated key), and it must name an object by its `index`
+//! member wherever in the object that member comes. The scanner is the
+//! JSON grammar and nothing more, iterative (an explicit stack, no
+//! recursion) and bounded in depth; the fuzz target `json_spans` holds it
+//! to serde_json on what is JSON, on every value it decodes, and on which
+//! strings serde_json's reading keeps.
 
 use std::fmt::Write as _;
 use std::ops::Range;
 
-/// How deep objects and arrays may nest: past it, the text is read as no
-/// JSON object (its data is then one plain channel, concealed as a whole).
+/// How deep objects and arrays are named: the strings inside a container
+/// nested deeper are read over (the text must still be JSON) and join no
+/// channel, while the strings above it still do.
 pub(crate) const MAX_DEPTH: usize = 64;
 
 /// One string value of the object.
@@ -25,12 +29,21 @@ pub(crate) struct JsonString {
     pub(crate) raw: Range<usize>,
     /// Its value, decoded.
     pub(crate) value: String,
-    /// Where it stands: `/key` for an object's member, `/3` for an array's
-    /// fourth element, `/#3` for an object whose integer `index` member is
-    /// 3 (in place of its position in an array, after its key in an object,
-    /// first for the top object). Keys escape `~`, `/` and `#` as `~0`,
-    /// `~1` and `~2`.
+    /// Where it stands, by `index`: `/key` for an object's member, `/3`
+    /// for an array's fourth element, `/#3` for an object whose integer
+    /// `index` member is 3 (in place of its position in an array, after
+    /// its key in an object, first for the top object). Keys escape `~`,
+    /// `/` and `#` as `~0`, `~1` and `~2`.
     pub(crate) path: String,
+    /// Where it stands by keys and array positions alone, as a reader that
+    /// takes `choices[0]` finds it.
+    pub(crate) position: String,
+    /// Its keys alone, every array position dropped: every `content` of
+    /// every choice, every `text` of a message's parts.
+    pub(crate) keys: String,
+    /// Whether a later member of one of the objects it stands in has the
+    /// same key: serde_json keeps that one, so its reading drops this.
+    pub(crate) shadowed: bool,
 }
 
 /// Why a text is read as no JSON object.
@@ -40,22 +53,23 @@ pub(crate) enum NotAnObject {
     Other,
     /// It is not JSON.
     Invalid,
-    /// It nests deeper than [`MAX_DEPTH`].
-    TooDeep,
 }
 
 /// Where a value stands in its container.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Seg {
     Top,
-    Key(String),
+    /// A member's key, by its place among the keys read.
+    Key(usize),
     Position(u64),
 }
 
-/// An object or an array, once opened.
+/// An object or an array, once opened, within the depth that is named.
 struct Node {
     parent: Option<usize>,
     seg: Seg,
+    /// Which member of its parent object it is, if it is one.
+    member: Option<usize>,
     object: bool,
     /// The object's integer `index` member, the last one if several.
     index: Option<u64>,
@@ -78,7 +92,17 @@ enum Expect {
     Next,
 }
 
-/// The string values of `text`, a JSON object, in the order they stand.
+/// A string found within the named depth, before its paths are written.
+struct Found {
+    raw: Range<usize>,
+    value: String,
+    parent: Option<usize>,
+    seg: Seg,
+    member: Option<usize>,
+}
+
+/// The string values of `text`, a JSON object, in the order they stand:
+/// those nested deeper than [`MAX_DEPTH`] are left out, the rest kept.
 pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
     let bytes = text.as_bytes();
     let mut at = skip_space(bytes, 0);
@@ -86,10 +110,15 @@ pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
         return Err(NotAnObject::Other);
     }
     let mut nodes: Vec<Node> = Vec::new();
-    // The open containers, innermost last, each with the next position of
-    // an array.
+    // The open containers within the named depth, innermost last, each
+    // with the next position of an array; past it, only whether each is
+    // an object, for the grammar.
     let mut stack: Vec<(usize, u64)> = Vec::new();
-    let mut found: Vec<(Range<usize>, String, Option<usize>, Seg)> = Vec::new();
+    let mut deep: Vec<bool> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    // Each member of a named object: its object and its key.
+    let mut members: Vec<(usize, usize)> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     let mut expect = Expect::Value;
     let mut seg = Seg::Top;
     loop {
@@ -97,48 +126,66 @@ pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
         let Some(&byte) = bytes.get(at) else {
             return Err(NotAnObject::Invalid);
         };
-        let parent = stack.last().map(|&(node, _)| node);
+        let named = deep.is_empty();
+        let parent = stack.last().map(|&(node, _)| node).filter(|_| named);
         match expect {
             Expect::Value | Expect::ValueOrEnd if expect == Expect::ValueOrEnd && byte == b']' => {
                 at += 1;
-                stack.pop();
+                if deep.pop().is_none() {
+                    stack.pop();
+                }
                 expect = Expect::Next;
             }
             Expect::Value | Expect::ValueOrEnd => {
                 if expect == Expect::ValueOrEnd
+                    && named
                     && let Some((_, next)) = stack.last_mut()
                 {
                     seg = Seg::Position(*next);
                     *next += 1;
                 }
+                // A member of a named object is counted, whatever its value:
+                // a number can stand in for a string serde_json then drops.
+                let member = match (seg, parent) {
+                    (Seg::Key(key), Some(object)) if named => {
+                        members.push((object, key));
+                        Some(members.len() - 1)
+                    }
+                    _ => None,
+                };
                 match byte {
                     b'{' | b'[' => {
-                        if stack.len() >= MAX_DEPTH {
-                            return Err(NotAnObject::TooDeep);
-                        }
-                        nodes.push(Node {
-                            parent,
-                            seg: std::mem::replace(&mut seg, Seg::Top),
-                            object: byte == b'{',
-                            index: None,
-                        });
-                        stack.push((nodes.len() - 1, 0));
                         at += 1;
                         expect = if byte == b'{' {
                             Expect::KeyOrEnd
                         } else {
                             Expect::ValueOrEnd
                         };
+                        if !named || stack.len() >= MAX_DEPTH {
+                            deep.push(byte == b'{');
+                            continue;
+                        }
+                        nodes.push(Node {
+                            parent,
+                            seg: std::mem::replace(&mut seg, Seg::Top),
+                            member,
+                            object: byte == b'{',
+                            index: None,
+                        });
+                        stack.push((nodes.len() - 1, 0));
                         continue;
                     }
                     b'"' => {
                         let (end, value) = string(text, at)?;
-                        found.push((
-                            at..end,
-                            value,
-                            parent,
-                            std::mem::replace(&mut seg, Seg::Top),
-                        ));
+                        if named {
+                            found.push(Found {
+                                raw: at..end,
+                                value,
+                                parent,
+                                seg: std::mem::replace(&mut seg, Seg::Top),
+                                member,
+                            });
+                        }
                         at = end;
                     }
                     b't' | b'f' | b'n' => {
@@ -154,8 +201,8 @@ pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
                     }
                     b'-' | b'0'..=b'9' => {
                         let (end, integer) = number(bytes, at)?;
-                        if let (Seg::Key(key), Some(node)) = (&seg, parent)
-                            && key == "index"
+                        if let (Seg::Key(key), Some(node)) = (seg, parent)
+                            && keys[key] == "index"
                             && let Some(index) = integer
                         {
                             nodes[node].index = Some(index);
@@ -169,12 +216,17 @@ pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
             Expect::KeyOrEnd | Expect::Key => match byte {
                 b'}' if expect == Expect::KeyOrEnd => {
                     at += 1;
-                    stack.pop();
+                    if deep.pop().is_none() {
+                        stack.pop();
+                    }
                     expect = Expect::Next;
                 }
                 b'"' => {
                     let (end, key) = string(text, at)?;
-                    seg = Seg::Key(key);
+                    if named {
+                        keys.push(key);
+                        seg = Seg::Key(keys.len() - 1);
+                    }
                     at = end;
                     expect = Expect::Colon;
                 }
@@ -188,22 +240,32 @@ pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
                 expect = Expect::Value;
             }
             Expect::Next => {
-                let Some(&(node, _)) = stack.last() else {
-                    return Err(NotAnObject::Invalid);
+                let object = match deep.last() {
+                    Some(&object) => object,
+                    None => {
+                        let Some(&(node, _)) = stack.last() else {
+                            return Err(NotAnObject::Invalid);
+                        };
+                        nodes[node].object
+                    }
                 };
-                let object = nodes[node].object;
                 match byte {
                     b',' => expect = if object { Expect::Key } else { Expect::Value },
                     b'}' if object => {
-                        stack.pop();
+                        if deep.pop().is_none() {
+                            stack.pop();
+                        }
                     }
                     b']' if !object => {
-                        stack.pop();
+                        if deep.pop().is_none() {
+                            stack.pop();
+                        }
                     }
                     _ => return Err(NotAnObject::Invalid),
                 }
                 at += 1;
                 if expect == Expect::Value
+                    && deep.is_empty()
                     && let Some((_, next)) = stack.last_mut()
                 {
                     seg = Seg::Position(*next);
@@ -211,58 +273,147 @@ pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
                 }
             }
         }
-        if stack.is_empty() && expect == Expect::Next {
+        if stack.is_empty() && deep.is_empty() && expect == Expect::Next {
             break;
         }
     }
     if skip_space(bytes, at) != bytes.len() {
         return Err(NotAnObject::Invalid);
     }
+    let dropped = shadowed_members(&members, &keys);
     // Paths, parents first: a node is always pushed after its parent.
-    let mut paths: Vec<String> = Vec::with_capacity(nodes.len());
+    let mut paths: Vec<Paths> = Vec::with_capacity(nodes.len());
     for node in &nodes {
         let mut path = node.parent.map(|p| paths[p].clone()).unwrap_or_default();
-        match (&node.seg, node.index) {
-            (Seg::Position(_), Some(index)) => {
-                let _ = write!(path, "/#{index}");
-            }
-            (seg, index) => {
-                push_seg(&mut path, seg);
-                if let Some(index) = index {
-                    let _ = write!(path, "/#{index}");
-                }
-            }
-        }
+        path.shadowed |= node.member.is_some_and(|member| dropped[member]);
+        path.push(node.seg, node.index, &keys);
         paths.push(path);
     }
     Ok(found
         .into_iter()
-        .map(|(raw, value, parent, seg)| {
-            let mut path = parent.map(|p| paths[p].clone()).unwrap_or_default();
-            push_seg(&mut path, &seg);
-            JsonString { raw, value, path }
+        .map(|found| {
+            let mut path = found.parent.map(|p| paths[p].clone()).unwrap_or_default();
+            path.shadowed |= found.member.is_some_and(|member| dropped[member]);
+            path.push(found.seg, None, &keys);
+            JsonString {
+                raw: found.raw,
+                value: found.value,
+                path: path.indexed,
+                position: path.position,
+                keys: path.keys,
+                shadowed: path.shadowed,
+            }
         })
         .collect())
 }
 
-fn push_seg(path: &mut String, seg: &Seg) {
-    match seg {
-        Seg::Top => {}
-        Seg::Position(position) => {
-            let _ = write!(path, "/{position}");
+/// Which members a later member of the same object with the same key
+/// replaces, as serde_json's map does.
+fn shadowed_members(members: &[(usize, usize)], keys: &[String]) -> Vec<bool> {
+    let mut dropped = vec![false; members.len()];
+    let mut order: Vec<usize> = (0..members.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (object_a, key_a) = members[a];
+        let (object_b, key_b) = members[b];
+        (object_a, &keys[key_a], a).cmp(&(object_b, &keys[key_b], b))
+    });
+    for pair in order.windows(2) {
+        let (earlier, later) = (pair[0], pair[1]);
+        let (object_a, key_a) = members[earlier];
+        let (object_b, key_b) = members[later];
+        if object_a == object_b && keys[key_a] == keys[key_b] {
+            dropped[earlier] = true;
         }
-        Seg::Key(key) => {
-            path.push('/');
-            for c in key.chars() {
-                match c {
-                    '~' => path.push_str("~0"),
-                    '/' => path.push_str("~1"),
-                    '#' => path.push_str("~2"),
-                    c => path.push(c),
+    }
+    dropped
+}
+
+/// The three paths of a value, and whether serde_json's reading drops it.
+#[derive(Clone, Default)]
+struct Paths {
+    indexed: String,
+    position: String,
+    keys: String,
+    shadowed: bool,
+}
+
+impl Paths {
+    /// The paths of the value at `seg` in this container; `index`, the
+    /// value's own `index` member if it is an object with one.
+    fn push(&mut self, seg: Seg, index: Option<u64>, keys: &[String]) {
+        match seg {
+            Seg::Top => {}
+            Seg::Position(position) => {
+                let _ = write!(self.position, "/{position}");
+                if index.is_none() {
+                    let _ = write!(self.indexed, "/{position}");
+                }
+            }
+            Seg::Key(key) => {
+                for path in [&mut self.indexed, &mut self.position, &mut self.keys] {
+                    push_key(path, &keys[key]);
                 }
             }
         }
+        if let Some(index) = index {
+            let _ = write!(self.indexed, "/#{index}");
+        }
     }
+}
+
+fn push_key(path: &mut String, key: &str) {
+    path.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            '#' => path.push_str("~2"),
+            c => path.push(c),
+        }
+    }
+}
+
+/// The JSON string that `text` is whole (spaces around it aside): its
+/// literal's bytes and its value; `None` when it is anything else.
+pub(crate) fn whole_string(text: &str) -> Option<(Range<usize>, String)> {
+    let bytes = text.as_bytes();
+    let at = skip_space(bytes, 0);
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let (end, value) = string(text, at).ok()?;
+    (skip_space(bytes, end) == bytes.len()).then_some((at..end, value))
+}
+
+/// Where each character of a string literal's value starts, as a pair of
+/// offsets: in the value, and in the literal (its opening quote at 0);
+/// the last pair is both ends. A range of the value between two of them
+/// is a range of the literal that holds whole escapes, so that cutting it
+/// out, or writing `[redacted]` there, leaves a literal that is JSON.
+pub(crate) fn boundaries(literal: &str) -> Vec<(usize, usize)> {
+    let bytes = literal.as_bytes();
+    let mut out = Vec::new();
+    let mut value = 0;
+    let mut at = 1;
+    while at + 1 < bytes.len() {
+        out.push((value, at));
+        if bytes[at] == b'\\' {
+            let Ok((next, c)) = escape(bytes, at) else {
+                break;
+            };
+            value += c.len_utf8();
+            at = next;
+        } else {
+            let width = literal
+                .get(at..)
+                .and_then(|rest| rest.chars().next())
+                .map_or(1, char::len_utf8);
+            value += width;
+            at += width;
+        }
+    }
+    out.push((value, bytes.len().saturating_sub(1).max(1)));
+    out
 }
 
 fn skip_space(bytes: &[u8], mut at: usize) -> usize {
@@ -433,6 +584,36 @@ mod tests {
     }
 
     #[test]
+    fn every_string_is_named_by_position_and_by_keys_alone_too() {
+        let chunk = r#"{"choices":[{"index":1,"delta":{"content":"a"}},{"parts":[{"text":"b"},{"text":"c"}]}]}"#;
+        let found = strings(chunk).expect("an object");
+        let named: Vec<(&str, &str, &str)> = found
+            .iter()
+            .map(|s| (s.path.as_str(), s.position.as_str(), s.keys.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (
+                    "/choices/#1/delta/content",
+                    "/choices/0/delta/content",
+                    "/choices/delta/content"
+                ),
+                (
+                    "/choices/1/parts/0/text",
+                    "/choices/1/parts/0/text",
+                    "/choices/parts/text"
+                ),
+                (
+                    "/choices/1/parts/1/text",
+                    "/choices/1/parts/1/text",
+                    "/choices/parts/text"
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn the_top_object_is_named_by_its_index_and_arrays_by_position() {
         let block =
             r#" {"type":"d","index":3,"delta":{"text":"x"},"list":["a",{"k":"b"}],"o/#~":"c"} "#;
@@ -450,6 +631,59 @@ mod tests {
         assert_eq!(paths(r#"{"index":-1,"a":"x"}"#)[0].0, "/a");
         assert_eq!(paths(r#"{"index":1.5,"a":"x"}"#)[0].0, "/a");
         assert_eq!(paths(r#"{"index":"1","a":"x"}"#)[1].0, "/a");
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_each_occurrence_and_says_which_serde_json_drops() {
+        let text = r#"{"a":"x","b":{"c":"y"},"a":{"d":"z"},"b":1,"e":["u","u"]}"#;
+        let found = strings(text).expect("an object");
+        let dropped: Vec<(&str, bool)> = found
+            .iter()
+            .map(|s| (s.value.as_str(), s.shadowed))
+            .collect();
+        assert_eq!(
+            dropped,
+            [
+                ("x", true),
+                ("y", true),
+                ("z", false),
+                ("u", false),
+                ("u", false)
+            ]
+        );
+        let value: serde_json::Value = serde_json::from_str(text).expect("JSON");
+        assert_eq!(value["a"]["d"], "z");
+        assert_eq!(value["b"], 1);
+    }
+
+    #[test]
+    fn strings_above_a_container_nested_past_the_bound_are_still_found() {
+        let deep = format!(
+            "{{\"before\":\"a\",\"x\":{}{{\"k\":\"hidden\"}}{},\"after\":\"b\"}}",
+            "[".repeat(MAX_DEPTH),
+            "]".repeat(MAX_DEPTH)
+        );
+        let found: Vec<String> = strings(&deep)
+            .expect("an object, however deep")
+            .into_iter()
+            .map(|s| s.value)
+            .collect();
+        assert_eq!(found, ["a", "b"]);
+        let fits = format!(
+            "{{\"a\":{}\"in\"{}}}",
+            "[".repeat(MAX_DEPTH - 1),
+            "]".repeat(MAX_DEPTH - 1)
+        );
+        assert_eq!(strings(&fits).expect("an object")[0].value, "in");
+        // Deep or not, the grammar is checked to the end.
+        let broken = format!("{{\"a\":{}1}}", "[".repeat(MAX_DEPTH + 4));
+        assert_eq!(strings(&broken), Err(NotAnObject::Invalid));
+        let mismatched = format!(
+            "{{\"a\":{}{{]{}}}",
+            "[".repeat(MAX_DEPTH),
+            "]".repeat(MAX_DEPTH)
+        );
+        assert_eq!(strings(&mismatched), Err(NotAnObject::Invalid));
     }
 
     #[test]
@@ -475,18 +709,6 @@ mod tests {
         ] {
             assert_eq!(strings(invalid), Err(NotAnObject::Invalid), "{invalid:?}");
         }
-        let deep = format!(
-            "{{\"a\":{}1{}}}",
-            "[".repeat(MAX_DEPTH),
-            "]".repeat(MAX_DEPTH)
-        );
-        assert_eq!(strings(&deep), Err(NotAnObject::TooDeep));
-        let fits = format!(
-            "{{\"a\":{}1{}}}",
-            "[".repeat(MAX_DEPTH - 1),
-            "]".repeat(MAX_DEPTH - 1)
-        );
-        assert_eq!(strings(&fits), Ok(Vec::new()));
     }
 
     #[test]
@@ -503,5 +725,26 @@ mod tests {
                 ("/c".to_owned(), String::new()),
             ]
         );
+    }
+
+    #[test]
+    fn a_json_string_that_is_the_whole_text_is_read_as_one() {
+        assert_eq!(
+            whole_string(" \"sk\\u002d1\" "),
+            Some((1..12, "sk-1".to_owned()))
+        );
+        for not in ["\"a\" \"b\"", "{\"a\":\"b\"}", "\"open", "plain"] {
+            assert_eq!(whole_string(not), None, "{not:?}");
+        }
+    }
+
+    #[test]
+    fn a_literals_boundaries_fall_between_its_escapes() {
+        let literal = r#""a\u00e9\ud83d\ude00\"é""#;
+        assert_eq!(
+            boundaries(literal),
+            [(0, 1), (1, 2), (3, 8), (7, 20), (8, 22), (10, 24)]
+        );
+        assert_eq!(boundaries("\"\""), [(0, 1)]);
     }
 }

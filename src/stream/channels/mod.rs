@@ -2,69 +2,83 @@
 //!
 //! A predictor joins what an engine streams (OpenAI's
 //! `choices[i].delta.content`, a tool call's `function.arguments`,
-//! Anthropic's `delta.text`, Ollama's `message.content`), and a model that
-//! repeats a key it was shown splits it across those payloads, each
-//! fragment too short to be a form. So the parsed readers conceal what is
-//! joined:
+//! Anthropic's `delta.text`, Gemini's `parts`, Ollama's
+//! `message.content`), and a model that repeats a key it was shown splits
+//! it across those payloads, each fragment too short to be a form. So the
+//! parsed readers conceal what is joined:
 //!
-//! - **Channels.** Each string value of an event's data (or of an NDJSON
-//!   line) that is a JSON object belongs to the channel named by the
-//!   event's type and the value's path (`json_spans.rs`: keys and array
-//!   positions, an object with an integer `index` member named by it, as
-//!   OpenAI's one choice or tool call per chunk and Anthropic's content
-//!   blocks need). Data that is not a JSON object is one channel per event
-//!   type, joined with nothing between. A channel's text is its strings,
-//!   decoded, joined in stream order, and it is concealed by the one
-//!   concealer as one text.
+//! - **Readings.** Each string value of an event's data (or of an NDJSON
+//!   line) that is a JSON object, and data that is not one, joins a
+//!   channel in each of the ways predictors join them (`readings.rs`: by
+//!   path with `index` members, by array positions, by keys alone, as
+//!   serde_json reads a repeated key, a JSON string as its value, data as
+//!   text), each with and without the event's type. A channel's text is
+//!   its strings, decoded, joined in stream order, and it is concealed by
+//!   the one concealer as one text. Names that join the same strings share
+//!   one channel (`state.rs`).
 //! - **Rewriting.** Where a form spans events, only the strings that
-//!   carried it are rewritten (and re-escaped): the first holding the
-//!   marker, the others losing their part of the form. Every other byte,
-//!   and the number, order, types and ids of the events, stay; data that
-//!   was JSON stays JSON. A stream whose channels hold no form is yielded
-//!   byte for byte.
+//!   carried it are rewritten: the first holding the marker, the others
+//!   losing their part of the form, every other byte kept
+//!   (`rewrite.rs`). The number, order, types and ids of the events stay;
+//!   data that was JSON stays JSON. A stream whose channels hold no form
+//!   is yielded byte for byte.
 //! - **Holding.** An event is held only while one of its channels ends in
 //!   text that could still begin or be inside a form
 //!   ([`Beginnings`](crate::conceal::joined::Beginnings): the end is a
-//!   prefix, at least [`MIN_HELD`] bytes long, of one of the concealer's
-//!   patterns, or an escape is at work since the last separator). It is
-//!   released as soon as later events settle that channel, or at the end
-//!   of the stream (a refusal that ends it comes after the held events);
-//!   never on a timer. The hold, the text a channel keeps and the number
-//!   of channels are bounded (`DESIGN.md`, "Channels"); past a bound the
-//!   stream is refused rather than yielded unconcealed.
+//!   prefix of one of the concealer's patterns, at least [`MIN_HELD`]
+//!   bytes long or one byte after a separator, or an escape is at work
+//!   since the last separator). It is released as soon as later events
+//!   settle that channel, or the channel's hold settles: the engine closes
+//!   it, or the next [`SETTLE_AFTER`] events do not continue it; or at the
+//!   end of the stream (a refusal that ends it comes after the held
+//!   events). Never on a timer. The hold and the text a channel keeps are
+//!   bounded, and past the most held at once the oldest hold settles
+//!   (`DESIGN.md`, "Channels"); past the most channels, the stream is
+//!   refused rather than yielded unconcealed.
 
 mod channel;
 pub(crate) mod json_spans;
+mod readings;
+mod rewrite;
+mod state;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::ops::Range;
+use std::collections::VecDeque;
 
-use self::channel::{Channel, floor_boundary};
-use self::json_spans::strings;
+use self::readings::{Parsed, closed};
+use self::rewrite::{HeldSlot, rewritten};
+use self::state::State;
 use super::Event;
-use crate::conceal::joined::Beginnings;
-use crate::conceal::{Concealer, Known, REDACTED};
+use crate::conceal::Concealer;
 use crate::refusal::Refusal;
 
 /// How many bytes of a pattern an end of a channel must match to hold its
-/// event. One byte would hold every event whose text ends in a pattern's
-/// first character: 228 of the 2,000 chunks of the bench's English chat
-/// stream for a token that starts with `s`, where two bytes hold none.
-/// What this gives up: a form's first byte, alone at the end of an event
-/// released before the next arrives, stays in that event; the rest of the
-/// form is concealed, and the joined text holds no form.
+/// event, unless it stands after a separator or at the channel's start.
+/// One byte inside a word would hold every event whose text ends in a
+/// pattern's first letter: 228 of the 2,000 chunks of the bench's English
+/// chat stream for a token that starts with `s`, where two bytes hold none.
+/// What this gives up: a form's first byte, inside a word at the end of an
+/// event released before the next arrives, stays in that event; the rest
+/// of the form is concealed, and the joined text holds no form.
 pub(crate) const MIN_HELD: usize = 2;
+
+/// How many events may pass without continuing a channel before its hold
+/// settles: a beginning no later string continues (a reasoning text that
+/// ends in `…the task`, an id that ends in `sk`) holds no more than this.
+pub(crate) const SETTLE_AFTER: u64 = 64;
 
 /// The most channels a stream may open.
 pub(crate) const MAX_CHANNELS: usize = 4096;
 
-/// The most events held at once.
-pub(crate) const MAX_HELD_EVENTS: usize = 4096;
+/// The most names (a reading, a type and a path) a stream's strings may
+/// take; names that join the same strings share a channel.
+pub(crate) const MAX_NAMES: usize = 16 * MAX_CHANNELS;
 
-/// The least the held events' data may take before the stream is refused,
-/// whatever the secrets (the bound is four times the concealer's reach,
-/// when that is more).
-const MIN_HELD_BYTES: usize = 1 << 20;
+/// The most bytes the paths and event types that name a stream's channels
+/// may take: a key or a type is as long as the engine makes it.
+pub(crate) const MAX_NAME_BYTES: usize = 4 << 20;
+
+/// The most events held at once: past it, the oldest hold settles.
+pub(crate) const MAX_HELD_EVENTS: usize = 4096;
 
 /// What an event or a line is to its channels: its type, and its data.
 pub(crate) trait Carrier {
@@ -111,11 +125,9 @@ impl Carrier for String {
 pub(crate) enum Exceeded {
     /// More channels than [`MAX_CHANNELS`].
     Channels,
-    /// One channel kept more text that could still be a form's than its
-    /// bound.
-    Channel(usize),
-    /// More events, or more of their bytes, held than the bound.
-    Held(usize),
+    /// More names than [`MAX_NAMES`], or their paths and types more bytes
+    /// than [`MAX_NAME_BYTES`].
+    Names,
 }
 
 impl Exceeded {
@@ -124,11 +136,8 @@ impl Exceeded {
             Exceeded::Channels => {
                 format!("it opened more than {MAX_CHANNELS} channels (string paths per event type)")
             }
-            Exceeded::Channel(limit) => format!(
-                "one channel kept more than {limit} bytes that could still be part of a secret's form"
-            ),
-            Exceeded::Held(limit) => format!(
-                "more than {MAX_HELD_EVENTS} events or {limit} bytes of them were held back for one channel to settle"
+            Exceeded::Names => format!(
+                "its strings took more than {MAX_NAMES} names, or {MAX_NAME_BYTES} bytes of string paths and event types"
             ),
         }
     }
@@ -137,7 +146,8 @@ impl Exceeded {
 /// The events (or lines) of one stream on their way out: those held, those
 /// ready, and the channels they fill.
 pub(crate) struct Joined<T> {
-    /// `None` when nothing is concealed: every item is yielded as it came.
+    /// `None` when nothing is concealed (a fake's stream): every item is
+    /// yielded as it came.
     state: Option<Box<State>>,
     held: VecDeque<Held<T>>,
     held_bytes: usize,
@@ -151,88 +161,22 @@ pub(crate) struct Joined<T> {
     pub(crate) ever_held: u64,
 }
 
-struct State {
-    /// The transport's concealer itself, not a copy: a token that rotates
-    /// while the stream is open is concealed from the next item on.
-    concealer: Concealer,
-    /// The secrets `beginnings` and the limits were derived from.
-    known: Known,
-    beginnings: Beginnings,
-    names: HashMap<String, usize>,
-    channels: Vec<Channel>,
-    /// The first held item of each channel that holds one, counted.
-    blocks: BTreeMap<u64, usize>,
-    /// Released text a channel keeps before what it holds: enough for the
-    /// concealer to see a form whose start was released.
-    context: usize,
-    channel_limit: usize,
-    held_limit: usize,
-}
-
-impl State {
-    /// The context and the limits, from the secrets' beginnings and reach.
-    fn bound(&mut self) {
-        let reach = self.concealer.reach();
-        self.context = 3 * self.beginnings.longest() + 8;
-        self.channel_limit = reach.max(self.context);
-        self.held_limit = reach.saturating_mul(4).max(MIN_HELD_BYTES);
-    }
-
-    /// Derives the beginnings and limits anew when the concealer learned or
-    /// dropped a secret (a token file that rotated) since they were.
-    fn refresh(&mut self) {
-        let known = self.concealer.known();
-        if known == self.known {
-            return;
-        }
-        self.known = known;
-        if let Some(beginnings) = self.concealer.beginnings() {
-            self.beginnings = beginnings;
-            self.bound();
-        }
-    }
-}
-
 /// An item held, with where its strings stand and what they became.
 struct Held<T> {
     seq: u64,
     item: T,
-    slots: Vec<Slot>,
-}
-
-/// One string of an item (or its whole data, when not a JSON object).
-struct Slot {
-    raw: Range<usize>,
-    json: bool,
-    channel: usize,
-    /// Its new value, once a form was concealed in it.
-    value: Option<String>,
+    slots: Vec<HeldSlot>,
+    /// Each string joined to a channel, as (slot, channel), by slot: a
+    /// channel holds the strings of one item in this order.
+    joined: Vec<(usize, usize)>,
 }
 
 impl<T: Carrier> Joined<T> {
     /// A joiner for a stream concealed by `concealer` (`None` for a fake's,
     /// which conceals nothing).
     pub(crate) fn new(concealer: Option<&Concealer>) -> Joined<T> {
-        let state = concealer.and_then(|concealer| {
-            let concealer = concealer.clone();
-            let known = concealer.known();
-            let beginnings = concealer.beginnings()?;
-            let mut state = State {
-                concealer,
-                known,
-                beginnings,
-                names: HashMap::new(),
-                channels: Vec::new(),
-                blocks: BTreeMap::new(),
-                context: 0,
-                channel_limit: 0,
-                held_limit: 0,
-            };
-            state.bound();
-            Some(Box::new(state))
-        });
         Joined {
-            state,
+            state: concealer.map(|concealer| Box::new(State::new(concealer.clone()))),
             held: VecDeque::new(),
             held_bytes: 0,
             ready: VecDeque::new(),
@@ -289,68 +233,90 @@ impl<T: Carrier> Joined<T> {
             return Ok(());
         };
         state.refresh();
+        if state.beginnings.is_none() {
+            // No secret to conceal: what is held goes first, then this.
+            self.finish();
+            self.ready.push_back(item);
+            return Ok(());
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let kind = item.kind();
         let data = item.data();
-        let parts: Vec<(Range<usize>, bool, String, String)> = match strings(data) {
-            Ok(found) => found
-                .into_iter()
-                .map(|s| (s.raw, true, s.value, format!("{kind}\0{}", s.path)))
-                .collect(),
-            Err(_) => vec![(0..data.len(), false, data.to_owned(), format!("{kind}\0"))],
-        };
-        let mut slots = Vec::with_capacity(parts.len());
-        let mut touched: Vec<usize> = Vec::new();
-        for (at, (raw, json, value, name)) in parts.into_iter().enumerate() {
-            let channel = state.channel(name)?;
-            slots.push(Slot {
-                raw,
-                json,
-                channel,
-                value: None,
-            });
-            if value.is_empty() {
-                continue;
+        let parsed = Parsed::of(data);
+        let mut joins = state.joins(&parsed, data, item.kind())?;
+        let held = &mut self.held;
+        let assigned = state.assign(&mut joins, |original, copy| {
+            for held in held.iter_mut() {
+                let copies: Vec<(usize, usize)> = held
+                    .joined
+                    .iter()
+                    .filter(|&&(_, channel)| channel == original)
+                    .map(|&(slot, _)| (slot, copy))
+                    .collect();
+                held.joined.extend(copies);
+                held.joined.sort_unstable();
             }
-            state.channels[channel].append(seq, at, &value, &state.beginnings);
-            if !touched.contains(&channel) {
-                touched.push(channel);
+        })?;
+        let slots: Vec<HeldSlot> = parsed.slots.iter().map(HeldSlot::of).collect();
+        let mut joined: Vec<(usize, usize)> = Vec::with_capacity(assigned.len());
+        if let Some(beginnings) = &state.beginnings {
+            for (channel, range) in &assigned {
+                for &(_, slot) in &joins[range.clone()] {
+                    let (value, scope) =
+                        (parsed.slots[slot].value(data), parsed.slots[slot].scope());
+                    state.channels[*channel].append(seq, slot, value, scope, beginnings);
+                    joined.push((slot, *channel));
+                }
             }
         }
-        self.held_bytes += item.data().len();
-        self.held.push_back(Held { seq, item, slots });
-        for channel in touched {
+        joined.sort_unstable();
+        let closes = closed(&parsed);
+        self.held_bytes += data.len();
+        self.held.push_back(Held {
+            seq,
+            item,
+            slots,
+            joined,
+        });
+        for (channel, _) in assigned {
             state.settle(channel, false);
-            let kept = state.channels[channel].held_text();
-            if kept > state.channel_limit {
-                return Err(Exceeded::Channel(state.channel_limit));
-            }
         }
-        if self.held.len() > MAX_HELD_EVENTS || self.held_bytes > state.held_limit {
-            return Err(Exceeded::Held(state.held_limit));
-        }
+        state.settle_holds(seq, &closes);
         self.release();
+        self.within_bounds();
         if self.held.back().is_some_and(|held| held.seq == seq) {
             self.ever_held += 1;
         }
         Ok(())
     }
 
+    /// Past the most items, or bytes of them, held at once, the holds of
+    /// the oldest held item settle and it is released: a large event, one
+    /// past the held bytes alone, is yielded at once, its open end kept as
+    /// context, never refused.
+    fn within_bounds(&mut self) {
+        while let (Some(state), Some(front)) = (self.state.as_deref_mut(), self.held.front()) {
+            if self.held.len() <= MAX_HELD_EVENTS && self.held_bytes <= state.held_limit {
+                return;
+            }
+            if !state.settle_item(front.seq) {
+                return;
+            }
+            self.release();
+        }
+    }
+
     /// The stream ended: every channel is concealed to its end, and every
     /// held item released.
     fn finish(&mut self) {
         if let Some(state) = self.state.as_deref_mut() {
-            for channel in 0..state.channels.len() {
-                if !state.channels[channel].pieces.is_empty() {
-                    state.settle(channel, true);
-                }
-            }
+            state.settle_all();
         }
         self.release();
     }
 
-    /// Moves every item no channel holds back, in order, to `ready`.
+    /// Moves every item no channel holds back, in order, to `ready`, each
+    /// with what forms took of its strings cut out.
     fn release(&mut self) {
         let Some(state) = self.state.as_deref_mut() else {
             self.ready.extend(self.held.drain(..).map(|held| held.item));
@@ -365,120 +331,13 @@ impl<T: Carrier> Joined<T> {
                 break;
             };
             self.held_bytes = self.held_bytes.saturating_sub(held.item.data().len());
-            for (at, slot) in held.slots.iter_mut().enumerate() {
-                let context = state.context;
-                let channel = &mut state.channels[slot.channel];
-                if let Some(value) = channel.release(held.seq, at, context) {
-                    slot.value = Some(value);
+            for &(slot, channel) in &held.joined {
+                let cuts = state.channels[channel].release(held.seq, slot);
+                if let Some(slot) = held.slots.get_mut(slot) {
+                    slot.cuts.extend(cuts);
                 }
             }
-            self.ready.push_back(rewritten(held));
-        }
-    }
-}
-
-/// The item with each of its strings that a form passed through rewritten:
-/// re-escaped where its data is JSON, every other byte kept.
-fn rewritten<T: Carrier>(held: Held<T>) -> T {
-    let Held {
-        mut item,
-        mut slots,
-        ..
-    } = held;
-    if slots.iter().all(|slot| slot.value.is_none()) {
-        return item;
-    }
-    slots.sort_by_key(|slot| std::cmp::Reverse(slot.raw.start));
-    let mut data = item.data().to_owned();
-    for slot in slots {
-        let Some(value) = slot.value else { continue };
-        let replacement = if slot.json {
-            serde_json::to_string(&value).unwrap_or_else(|_| format!("\"{REDACTED}\""))
-        } else {
-            value
-        };
-        if data.get(slot.raw.clone()).is_some() {
-            data.replace_range(slot.raw, &replacement);
-        }
-    }
-    item.set_data(data);
-    item
-}
-
-impl State {
-    /// The channel of this name, opened if new.
-    fn channel(&mut self, name: String) -> Result<usize, Exceeded> {
-        if let Some(&channel) = self.names.get(&name) {
-            return Ok(channel);
-        }
-        if self.channels.len() >= MAX_CHANNELS {
-            return Err(Exceeded::Channels);
-        }
-        self.channels.push(Channel::default());
-        self.names.insert(name, self.channels.len() - 1);
-        Ok(self.channels.len() - 1)
-    }
-
-    /// Conceals what of a channel's text is settled now (all of it at the
-    /// stream's `end`), rewriting the pieces a form passed through, and
-    /// says which item, if any, the channel still holds back.
-    fn settle(&mut self, at: usize, end: bool) {
-        let channel = &mut self.channels[at];
-        let hold = if end {
-            None
-        } else {
-            channel.hold_point(&self.beginnings)
-        };
-        let to = hold.unwrap_or(channel.text.len());
-        if to > channel.settled {
-            let from = floor_boundary(&channel.text, channel.settled.saturating_sub(self.context));
-            let past = channel.settled.max(channel.pending);
-            let spans: Vec<(usize, usize)> = self
-                .concealer
-                .spans_of(channel.text.get(from..).unwrap_or_default())
-                .into_iter()
-                .map(|(start, end)| (start + from, end + from))
-                .filter(|&(_, end)| end > past)
-                .collect();
-            let mut to = to;
-            if !spans.is_empty() {
-                channel.rewrite(&spans);
-                channel.rescan_run(&self.beginnings);
-                to = if end {
-                    channel.text.len()
-                } else {
-                    channel
-                        .hold_point(&self.beginnings)
-                        .unwrap_or(channel.text.len())
-                };
-            }
-            channel.settled = channel.settled.max(to);
-        }
-        let hold = if end {
-            None
-        } else {
-            channel.hold_point(&self.beginnings)
-        };
-        let blocking = hold.and_then(|hold| {
-            channel
-                .pieces
-                .iter()
-                .find(|piece| piece.range.end > hold)
-                .map(|piece| piece.seq)
-        });
-        if blocking != channel.blocking {
-            if let Some(old) = channel.blocking
-                && let Some(count) = self.blocks.get_mut(&old)
-            {
-                *count -= 1;
-                if *count == 0 {
-                    self.blocks.remove(&old);
-                }
-            }
-            if let Some(new) = blocking {
-                *self.blocks.entry(new).or_insert(0) += 1;
-            }
-            channel.blocking = blocking;
+            self.ready.push_back(rewritten(held.item, &held.slots));
         }
     }
 }

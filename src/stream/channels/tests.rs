@@ -2,6 +2,7 @@
 //! form spanning items becomes, and its bounds.
 
 use super::*;
+use crate::conceal::REDACTED;
 
 const TOKEN: &str = "sk-repro-7Qx9Lm2Pz4Vb8Nc6Rt1Yw3";
 
@@ -235,37 +236,55 @@ fn past_the_most_channels_a_stream_is_refused() {
 }
 
 #[test]
-fn past_the_most_items_held_a_stream_is_refused() {
+fn past_the_most_items_held_the_oldest_hold_settles_and_nothing_is_refused() {
+    // An escape at work in a run that every item continues: no hold
+    // settles by itself, and none is refused.
     let mut joined = joiner();
-    joined.push(line("sk-re")).expect("within bounds");
-    let mut refused = None;
-    for i in 0..=MAX_HELD_EVENTS {
-        if let Err(exceeded) = joined.push(format!("{{\"other\":\"{i} \"}}")) {
-            refused = Some((i, exceeded));
-            break;
-        }
+    joined.push(line("up 50%")).expect("within bounds");
+    let mut out = Vec::new();
+    for _ in 0..3 * MAX_HELD_EVENTS {
+        joined.push(line("a")).expect("never refused for holding");
+        assert!(joined.held.len() <= MAX_HELD_EVENTS);
+        out.extend(drain(&mut joined));
     }
-    let (at, exceeded) = refused.expect("refused");
-    assert!(matches!(exceeded, Exceeded::Held(_)));
-    assert_eq!(at, MAX_HELD_EVENTS - 1, "refused at the bound");
-    assert!(drain(&mut joined).is_empty(), "nothing held is yielded");
+    assert!(out.len() >= 2 * MAX_HELD_EVENTS, "{} released", out.len());
+    assert_eq!(out[0], line("up 50%"));
+    joined.take(None).expect("the end");
+    out.extend(drain(&mut joined));
+    assert_eq!(out.len(), 3 * MAX_HELD_EVENTS + 1, "every item, in order");
 }
 
 #[test]
-fn a_channel_that_keeps_more_than_its_bound_is_refused() {
+fn a_large_item_that_ends_open_is_released_at_once() {
     let concealer = Concealer::new([TOKEN]);
     let mut joined: Joined<String> = Joined::new(Some(&concealer));
-    // An escape at work in a run that never ends: held, and bounded.
+    // Past the held bytes' bound, ending in what begins the token.
+    let big = format!("{}sk-re", "a".repeat(4 * concealer.reach().max(1 << 20)));
+    joined.push(line(&big)).expect("never refused");
+    assert_eq!(drain(&mut joined), [line(&big)]);
+    // What comes after is still concealed where the form resumes.
+    let (_, rest) = TOKEN.split_at(5);
+    joined.push(line(rest)).expect("within bounds");
+    joined.take(None).expect("within bounds");
+    let out = drain(&mut joined);
+    assert_eq!(out, [line(REDACTED)], "the rest of the form goes");
+}
+
+#[test]
+fn a_channel_holds_no_more_than_its_reach_at_its_end() {
+    let concealer = Concealer::new([TOKEN]);
+    let mut joined: Joined<String> = Joined::new(Some(&concealer));
+    // An escape at work in a run that never ends: held, up to the reach.
     joined.push(line("%")).expect("within bounds");
     let piece = "a".repeat(8192);
-    let mut refused = None;
-    for _ in 0..(concealer.reach() / piece.len() + 2) {
-        if let Err(exceeded) = joined.push(line(&piece)) {
-            refused = Some(exceeded);
-            break;
-        }
+    let pushed = concealer.reach() / piece.len() + 2;
+    let mut out = drain(&mut joined);
+    for _ in 0..pushed {
+        joined.push(line(&piece)).expect("never refused");
+        out.extend(drain(&mut joined));
     }
-    assert!(matches!(refused, Some(Exceeded::Channel(_))), "{refused:?}");
+    assert!(!out.is_empty(), "what lies past the reach is released");
+    assert!(out.len() < pushed + 1, "the end is held");
 }
 
 /// English text as a model streams it, a word or half a long one per
@@ -358,4 +377,423 @@ proptest::proptest! {
             "{:?} became {:?}", text, content
         );
     }
+}
+
+/// An SSE event of `kind` (a `message` when `None`) with `data`.
+fn event(kind: Option<&str>, data: &str) -> Event {
+    Event {
+        event: kind.map(str::to_owned),
+        data: data.to_owned(),
+        id: None,
+    }
+}
+
+/// What a reader joins: `read` of each event's data (parsed by
+/// serde_json, as predictors read it), in order.
+fn join_by(events: &[Event], read: impl Fn(&serde_json::Value) -> Option<String>) -> String {
+    events
+        .iter()
+        .filter_map(|event| {
+            let value: serde_json::Value =
+                serde_json::from_str(event.data()).expect("every event is still JSON");
+            read(&value)
+        })
+        .collect()
+}
+
+/// The token cut in two, each half in one string.
+fn halves() -> (&'static str, &'static str) {
+    TOKEN.split_at(13)
+}
+
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).expect("a string")
+}
+
+fn events_through(events: Vec<Event>) -> Vec<Event> {
+    through(
+        &mut Joined::<Event>::new(Some(&Concealer::new([TOKEN]))),
+        events,
+    )
+}
+
+#[test]
+fn a_token_split_where_the_event_type_changes_is_concealed_as_a_reader_ignoring_types_joins_it() {
+    let (head, tail) = halves();
+    let out = events_through(vec![
+        event(
+            Some("a"),
+            &format!("{{\"text\":{}}}", quoted(&format!("key: {head}"))),
+        ),
+        event(
+            Some("b"),
+            &format!("{{\"text\":{}}}", quoted(&format!("{tail} ok"))),
+        ),
+    ]);
+    let text = join_by(&out, |v| v["text"].as_str().map(str::to_owned));
+    assert_eq!(text, format!("key: {REDACTED} ok"));
+    assert_eq!(out[1].event(), Some("b"), "types kept");
+}
+
+#[test]
+fn a_choice_read_by_position_while_its_index_alternates_is_concealed() {
+    let (head, tail) = halves();
+    let chunk = |index: u8, content: &str| {
+        event(
+            None,
+            &format!(
+                "{{\"choices\":[{{\"index\":{index},\"delta\":{{\"content\":{}}}}}]}}",
+                quoted(content)
+            ),
+        )
+    };
+    let out = events_through(vec![
+        chunk(0, &format!("key: {head}")),
+        chunk(1, &format!("{tail} ok")),
+    ]);
+    let text = join_by(&out, |v| {
+        v["choices"][0]["delta"]["content"]
+            .as_str()
+            .map(str::to_owned)
+    });
+    assert_eq!(text, format!("key: {REDACTED} ok"));
+}
+
+#[test]
+fn gemini_parts_joined_as_one_text_are_concealed() {
+    let (head, tail) = halves();
+    let out = events_through(vec![
+        event(
+            None,
+            &format!(
+                "{{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":{}}}]}}}}]}}",
+                quoted(&format!("key: {head}"))
+            ),
+        ),
+        event(
+            None,
+            &format!(
+                "{{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"\"}},{{\"text\":{}}}]}}}}]}}",
+                quoted(&format!("{tail} ok"))
+            ),
+        ),
+    ]);
+    let text = join_by(&out, |v| {
+        v["candidates"][0]["content"]["parts"]
+            .as_array()
+            .map(|parts| {
+                parts
+                    .iter()
+                    .filter_map(|part| part["text"].as_str())
+                    .collect()
+            })
+    });
+    assert_eq!(text, format!("key: {REDACTED} ok"));
+}
+
+#[test]
+fn a_repeated_key_is_concealed_as_serde_json_reads_it_and_each_occurrence_too() {
+    let (head, tail) = halves();
+    // serde_json keeps the last `content`: `JUNK` stands between the
+    // halves only for a reader of every occurrence.
+    let out = events_through(vec![
+        event(
+            None,
+            &format!("{{\"content\":{}}}", quoted(&format!("key: {head}"))),
+        ),
+        event(
+            None,
+            &format!(
+                "{{\"content\":\"JUNK\",\"content\":{}}}",
+                quoted(&format!("{tail} ok"))
+            ),
+        ),
+    ]);
+    let text = join_by(&out, |v| v["content"].as_str().map(str::to_owned));
+    assert_eq!(text, format!("key: {REDACTED} ok"));
+    assert!(out[1].data().contains("JUNK"), "{}", out[1].data());
+    // Every occurrence in order: the halves meet inside one event.
+    let out = events_through(vec![event(
+        None,
+        &format!(
+            "{{\"content\":{},\"content\":{}}}",
+            quoted(&format!("key: {head}")),
+            quoted(&format!("{tail} ok"))
+        ),
+    )]);
+    assert!(!out[0].data().contains(head), "{}", out[0].data());
+    assert!(out[0].data().contains(REDACTED), "{}", out[0].data());
+}
+
+#[test]
+fn data_that_is_one_json_string_is_concealed_as_its_value() {
+    let (head, tail) = halves();
+    let out = events_through(vec![
+        event(None, &quoted(&format!("key: {head}"))),
+        event(None, &format!(" {} ", quoted(&format!("{tail} ok")))),
+    ]);
+    let text: String = out
+        .iter()
+        .map(|event| serde_json::from_str::<String>(event.data()).expect("still a JSON string"))
+        .collect();
+    assert_eq!(text, format!("key: {REDACTED} ok"));
+}
+
+#[test]
+fn an_event_nested_past_the_readers_bound_still_joins_the_strings_above() {
+    let (head, tail) = halves();
+    let deep = format!(
+        "{}\"deep\"{}",
+        "[".repeat(json_spans::MAX_DEPTH + 6),
+        "]".repeat(json_spans::MAX_DEPTH + 6)
+    );
+    let out = events_through(vec![
+        event(
+            None,
+            &format!(
+                "{{\"meta\":{deep},\"content\":{}}}",
+                quoted(&format!("key: {head}"))
+            ),
+        ),
+        event(
+            None,
+            &format!("{{\"content\":{}}}", quoted(&format!("{tail} ok"))),
+        ),
+    ]);
+    let text = join_by(&out, |v| v["content"].as_str().map(str::to_owned));
+    assert_eq!(text, format!("key: {REDACTED} ok"));
+    assert!(out[0].data().contains(&deep), "the deep part kept");
+}
+
+/// How many items come out after each push of `items` after `first`.
+fn released_per_push(joined: &mut Joined<Event>, first: Event, items: &[Event]) -> Vec<usize> {
+    joined.push(first).expect("within bounds");
+    let mut out = vec![drain(joined).len()];
+    for item in items {
+        joined
+            .push(item.clone())
+            .expect("never refused for holding");
+        out.push(drain(joined).len());
+    }
+    out
+}
+
+/// Holds [`SETTLE_AFTER`] items after `first` (which ends in a beginning
+/// no later item continues), then releases them all, then each item as it
+/// arrives.
+fn assert_settles(first: Event, next: impl Fn(usize) -> Event) {
+    let items: Vec<Event> = (0..5000).map(next).collect();
+    let mut joined = Joined::<Event>::new(Some(&Concealer::new([TOKEN])));
+    let released = released_per_push(&mut joined, first, &items);
+    let settle = usize::try_from(SETTLE_AFTER).expect("small");
+    assert!(
+        released[..settle].iter().all(|&n| n == 0),
+        "held while it may go on"
+    );
+    assert_eq!(released[settle], settle + 1, "then released at once");
+    assert!(
+        released[settle + 1..].iter().all(|&n| n == 1),
+        "and every later item as it arrives"
+    );
+    assert_eq!(joined.held.len(), 0);
+}
+
+#[test]
+fn a_reasoning_text_ending_in_the_tokens_first_letters_holds_sixty_four_events_not_the_stream() {
+    let chunk = |field: &str, text: &str| {
+        event(
+            None,
+            &format!(
+                "{{\"id\":\"1\",\"choices\":[{{\"index\":0,\"delta\":{{\"{field}\":{}}}}}]}}",
+                quoted(text)
+            ),
+        )
+    };
+    assert_settles(chunk("reasoning_content", "so I will do the task"), |i| {
+        chunk("content", &format!("word {i} "))
+    });
+}
+
+#[test]
+fn a_message_id_ending_in_the_tokens_first_letters_holds_sixty_four_events_not_the_stream() {
+    assert_settles(
+        event(
+            Some("message_start"),
+            "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_01XFDUDYJgAACzvnptvVoYsk\",\"role\":\"assistant\"}}",
+        ),
+        |i| {
+            event(
+                Some("content_block_delta"),
+                &format!(
+                    "{{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"word {i} \"}}}}"
+                ),
+            )
+        },
+    );
+}
+
+#[test]
+fn a_block_the_engine_closes_releases_its_held_events_at_once() {
+    let mut joined = Joined::<Event>::new(Some(&Concealer::new([TOKEN])));
+    let delta = |text: &str| {
+        event(
+            Some("content_block_delta"),
+            &format!(
+                "{{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":{}}}}}",
+                quoted(text)
+            ),
+        )
+    };
+    joined.push(delta("the key is sk")).expect("within bounds");
+    assert!(drain(&mut joined).is_empty(), "`sk` may begin the token");
+    joined
+        .push(event(
+            Some("content_block_stop"),
+            "{\"type\":\"content_block_stop\",\"index\":0}",
+        ))
+        .expect("within bounds");
+    assert_eq!(drain(&mut joined).len(), 2, "closed: released at once");
+    // Another block's stop closes nothing of block 0.
+    joined.push(delta(" and sk")).expect("within bounds");
+    joined
+        .push(event(
+            Some("content_block_stop"),
+            "{\"type\":\"content_block_stop\",\"index\":1}",
+        ))
+        .expect("within bounds");
+    assert!(drain(&mut joined).is_empty());
+}
+
+#[test]
+fn a_choice_whose_finish_reason_arrives_releases_its_held_events_at_once() {
+    let mut joined = Joined::<Event>::new(Some(&Concealer::new([TOKEN])));
+    let chunk = |content: &str, finish: &str| {
+        event(
+            None,
+            &format!(
+                "{{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"finish_reason\":{finish}}}]}}",
+                quoted(content)
+            ),
+        )
+    };
+    joined
+        .push(chunk("the key is sk", "null"))
+        .expect("within bounds");
+    assert!(drain(&mut joined).is_empty());
+    joined.push(chunk("", "\"stop\"")).expect("within bounds");
+    assert_eq!(drain(&mut joined).len(), 2, "finished: released at once");
+}
+
+#[test]
+fn the_rest_of_a_form_that_resumes_after_its_hold_settled_is_still_concealed() {
+    let (head, tail) = halves();
+    let mut joined = joiner();
+    let mut out = Vec::new();
+    joined
+        .push(line(&format!("key: {head}")))
+        .expect("within bounds");
+    for i in 0..SETTLE_AFTER {
+        joined
+            .push(format!("{{\"other\":\"{i} \"}}"))
+            .expect("within bounds");
+        out.extend(drain(&mut joined));
+    }
+    assert_eq!(out.len(), 65, "the hold settled");
+    let out = through(&mut joined, [line(&format!("{tail} ok"))]);
+    assert_eq!(
+        out,
+        [line(&format!("{REDACTED} ok"))],
+        "cut where it resumed"
+    );
+}
+
+#[test]
+fn a_one_byte_beginning_is_held_after_a_separator_or_at_a_channels_start_not_inside_a_word() {
+    for before in [
+        " ", "\"", "'", "\t", "=", ":", ",", "(", "[", "{", "`", "\n", "\r\n",
+    ] {
+        let mut joined = joiner();
+        joined
+            .push(line(&format!("key{before}s")))
+            .expect("within bounds");
+        assert!(drain(&mut joined).is_empty(), "after {before:?}");
+        joined.push(line("k-repro")).expect("within bounds");
+        assert!(
+            drain(&mut joined).is_empty(),
+            "after {before:?}, still open"
+        );
+    }
+    let mut joined = joiner();
+    joined.push(line("s")).expect("within bounds");
+    assert!(drain(&mut joined).is_empty(), "at the channel's start");
+    let mut joined = joiner();
+    joined.push(line("cats")).expect("within bounds");
+    assert_eq!(drain(&mut joined), [line("cats")], "inside a word");
+}
+
+#[test]
+fn names_share_a_channel_until_they_receive_different_strings() {
+    let mut joined = Joined::<Event>::new(Some(&Concealer::new([TOKEN])));
+    let chunk = |index: u8| {
+        event(
+            None,
+            &format!("{{\"choices\":[{{\"index\":{index},\"delta\":{{\"content\":\"x \"}}}}]}}"),
+        )
+    };
+    for _ in 0..10 {
+        joined.push(chunk(0)).expect("within bounds");
+    }
+    let count = |joined: &Joined<Event>| joined.state.as_ref().map_or(0, |s| s.channel_count());
+    assert_eq!(
+        count(&joined),
+        1,
+        "every reading of one choice, one channel"
+    );
+    joined.push(chunk(1)).expect("within bounds");
+    // By index, a new choice; by position and by keys, the same one.
+    assert_eq!(count(&joined), 3);
+    assert_eq!(drain(&mut joined).len(), 11);
+}
+
+#[test]
+fn a_token_the_concealer_adopts_mid_stream_is_joined_from_the_next_item_on() {
+    let concealer = Concealer::new([]);
+    let mut joined: Joined<String> = Joined::new(Some(&concealer));
+    joined.push(line("key: ")).expect("within bounds");
+    assert_eq!(drain(&mut joined), [line("key: ")]);
+    let before = joined.state.as_ref().map(|s| (s.context, s.held_limit));
+    concealer.hold([TOKEN]);
+    let (head, tail) = halves();
+    let out = through(&mut joined, [line(head), line(&format!("{tail} ok"))]);
+    assert_eq!(joined_content(&out), format!("{REDACTED} ok"));
+    let after = joined.state.as_ref().map(|s| (s.context, s.held_limit));
+    assert_ne!(before, after, "the context and the bounds derive from it");
+}
+
+#[test]
+fn past_the_bytes_names_may_take_a_stream_is_refused() {
+    let mut joined = Joined::<Event>::new(Some(&Concealer::new([TOKEN])));
+    let long = "t".repeat(MAX_NAME_BYTES / 4);
+    let refused = (0..8).find_map(|i| {
+        joined
+            .push(event(Some(&format!("{long}{i}")), "{\"a\":\"v\"}"))
+            .err()
+    });
+    assert_eq!(
+        refused,
+        Some(Exceeded::Names),
+        "event types as long as the engine makes them"
+    );
+}
+
+#[test]
+fn when_the_concealer_drops_its_last_secret_what_was_held_goes_first_in_order() {
+    let concealer = Concealer::new([]);
+    concealer.hold([TOKEN]);
+    let mut joined: Joined<String> = Joined::new(Some(&concealer));
+    joined.push(line("sk-re")).expect("within bounds");
+    assert!(drain(&mut joined).is_empty());
+    concealer.hold([]);
+    joined.push(line("next")).expect("within bounds");
+    assert_eq!(drain(&mut joined), [line("sk-re"), line("next")]);
 }
