@@ -12,18 +12,19 @@
 //! and a form that any of them spells is concealed.
 //!
 //! A reading is one variant of [`Reading`], its place in [`READINGS`]
-//! (which names it) and one arm of [`Reading::each`], which is given the item's
-//! type and data besides its parsed strings. A join that names its strings
-//! otherwise (the crate's own join of deltas, keyed by choice and part) is
-//! one more variant: its arm reads the literal ranges of the strings it
-//! joins from the type and data, and calls `join` with the slot whose
-//! `raw` range is each literal's (the slots of a JSON object are its
-//! strings, in the order they stand, so a binary search by `raw.start`
-//! finds it) and a path made of its key (`/0/1` for choice 0, part 1).
+//! (which names it) and one arm of [`Reading::each`], which is given the
+//! item's type and data besides its parsed strings. One reading names its
+//! strings otherwise than by their paths: the crate's own join of
+//! generated text, as `next_delta` yields it ([`Reading::Deltas`]), reads
+//! the pieces the engines' shapes name (`stream/delta/shapes.rs`) and joins
+//! each by its choice and part, so that what `next_delta` yields, joined,
+//! is concealed exactly, not by a reading that happens to meet it.
 
 use std::ops::Range;
 
 use super::json_spans::{JsonString, strings, whole_string};
+use crate::stream::delta::Part;
+use crate::stream::delta::shapes::delta_spans;
 
 /// One string of an item that a reading can join.
 pub(super) struct Slot {
@@ -121,10 +122,13 @@ pub(super) enum Reading {
     Text,
     /// Data that is one JSON string, as its decoded text.
     Decoded,
+    /// The crate's own join of generated text, as `next_delta` yields it:
+    /// by choice and part, read from the five engines' stream shapes.
+    Deltas,
 }
 
 /// Every reading a stream's strings are joined by.
-pub(super) const READINGS: [Reading; 8] = [
+pub(super) const READINGS: [Reading; 9] = [
     Reading::Indexed,
     Reading::Positions,
     Reading::Keys,
@@ -133,6 +137,7 @@ pub(super) const READINGS: [Reading; 8] = [
     Reading::LastKeys,
     Reading::Text,
     Reading::Decoded,
+    Reading::Deltas,
 ];
 
 impl Reading {
@@ -147,9 +152,9 @@ impl Reading {
         data: &str,
         mut join: impl FnMut(usize, &str),
     ) {
-        // Every reading so far names its channels from the parsed strings
-        // alone; one that reads the item's type as well has it here.
-        let _ = kind;
+        if self == Reading::Deltas {
+            return deltas(parsed, kind, data, join);
+        }
         for (at, slot) in parsed.slots.iter().enumerate() {
             if slot.value(data).is_empty() {
                 continue;
@@ -168,6 +173,36 @@ impl Reading {
             };
             join(at, path);
         }
+    }
+}
+
+/// The join `next_delta` yields: each piece of generated text the
+/// engines' shapes name (`delta::shapes`), joined by its choice and part.
+/// A piece is one of the item's slots, the one whose bytes it is (the
+/// slots stand in the order of the data, so a binary search finds it); a
+/// piece that is no string (a Gemini function call's `args` object)
+/// spells no form across items that its own strings do not, and those are
+/// joined by every other reading.
+fn deltas(parsed: &Parsed, kind: &str, data: &str, mut join: impl FnMut(usize, &str)) {
+    for span in delta_spans(kind, data) {
+        let Ok(at) = parsed
+            .slots
+            .binary_search_by_key(&span.raw.start, |slot| slot.raw.start)
+        else {
+            continue;
+        };
+        let Some(slot) = parsed.slots.get(at) else {
+            continue;
+        };
+        if slot.raw != span.raw || slot.value(data).is_empty() {
+            continue;
+        }
+        let part = match span.part {
+            Part::Text => "text".to_owned(),
+            Part::Reasoning => "reasoning".to_owned(),
+            Part::ToolArguments { call } => format!("arguments/{call}"),
+        };
+        join(at, &format!("/{}/{part}", span.choice));
     }
 }
 
@@ -235,6 +270,27 @@ mod tests {
         );
         assert!(all(Reading::Text).is_empty());
         assert!(all(Reading::Decoded).is_empty());
+    }
+
+    #[test]
+    fn the_delta_join_names_a_piece_by_its_choice_and_part() {
+        let chat = r#"{"choices":[{"index":1,"delta":{"content":"a","tool_calls":[{"index":2,"function":{"arguments":"{"}}]}}]}"#;
+        assert_eq!(
+            joined(Reading::Deltas, chat),
+            [(0, "/1/text".to_owned()), (1, "/1/arguments/2".to_owned())]
+        );
+        let thought = r#"{"candidates":[{"content":{"parts":[{"text":"hm","thought":true}]}}]}"#;
+        assert_eq!(
+            joined(Reading::Deltas, thought),
+            [(0, "/0/reasoning".to_owned())]
+        );
+        // What carries no text, and text that is empty, join nothing.
+        assert!(joined(Reading::Deltas, r#"{"type":"message_stop"}"#).is_empty());
+        assert!(joined(Reading::Deltas, r#"{"choices":[{"delta":{"content":""}}]}"#).is_empty());
+        assert_eq!(
+            joined(Reading::Deltas, "plain"),
+            [(0, "/0/text".to_owned())]
+        );
     }
 
     #[test]

@@ -469,6 +469,149 @@ async fn a_token_an_engine_splits_across_deltas_is_concealed_in_their_join_in_ev
     }
 }
 
+/// Streams whose text a predictor joins by choice and part across strings
+/// no one path names alike: Anthropic's text in two content blocks,
+/// Gemini's text in parts at different places or with a thought between,
+/// the Responses API's reasoning in its text and summary events, and one
+/// call's arguments with another's between. Each splits `(one, two)`
+/// over two pieces of the same choice and part.
+fn joined_across_shapes((one, two): (&str, &str)) -> [(&'static str, String, Part); 5] {
+    let (j1, j2) = (json(one), json(two));
+    let anthropic = sse(&[
+        (
+            "content_block_delta",
+            &format!(
+                r#"{{"type":"content_block_delta","index":1,"delta":{{"type":"text_delta","text":"{j1}"}}}}"#
+            ),
+        ),
+        (
+            "content_block_delta",
+            &format!(
+                r#"{{"type":"content_block_delta","index":2,"delta":{{"type":"text_delta","text":"{j2}"}}}}"#
+            ),
+        ),
+        ("message_stop", r#"{"type":"message_stop"}"#),
+    ]);
+    let gemini = sse(&[
+        (
+            "",
+            &format!(
+                r#"{{"candidates":[{{"content":{{"parts":[{{"text":"{j1}"}}],"role":"model"}},"index":0}}]}}"#
+            ),
+        ),
+        (
+            "",
+            &format!(
+                r#"{{"candidates":[{{"content":{{"parts":[{{"functionCall":{{"name":"f","args":{{}}}}}},{{"text":"{j2}"}}],"role":"model"}},"index":0}}]}}"#
+            ),
+        ),
+    ]);
+    let responses = sse(&[
+        (
+            "response.reasoning_text.delta",
+            &format!(
+                r#"{{"type":"response.reasoning_text.delta","item_id":"rs_1","output_index":0,"content_index":0,"delta":"{j1}","sequence_number":3}}"#
+            ),
+        ),
+        (
+            "response.reasoning_summary_text.delta",
+            &format!(
+                r#"{{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":0,"delta":"{j2}","sequence_number":4}}"#
+            ),
+        ),
+    ]);
+    // Only the join by choice and part meets these two: Gemini's text with
+    // a thought between its halves (every path reads the thought's text
+    // too), and the Responses API's arguments of one call with another
+    // call's between (`output_index` is no `index`).
+    let thought = sse(&[
+        (
+            "",
+            &format!(
+                r#"{{"candidates":[{{"content":{{"parts":[{{"text":"{j1}"}}]}},"index":0}}]}}"#
+            ),
+        ),
+        (
+            "",
+            r#"{"candidates":[{"content":{"parts":[{"text":"weighing it","thought":true}]},"index":0}]}"#,
+        ),
+        (
+            "",
+            &format!(
+                r#"{{"candidates":[{{"content":{{"parts":[{{"text":"{j2}"}}]}},"index":0}}]}}"#
+            ),
+        ),
+    ]);
+    let call = |index: u32, delta: &str| {
+        (
+            "response.function_call_arguments.delta",
+            format!(
+                r#"{{"type":"response.function_call_arguments.delta","item_id":"fc_{index}","output_index":{index},"delta":"{delta}"}}"#
+            ),
+        )
+    };
+    let calls: Vec<(&str, String)> = vec![call(1, &j1), call(2, "{\\\"city\\\":"), call(1, &j2)];
+    let calls: Vec<(&str, &str)> = calls
+        .iter()
+        .map(|(kind, data)| (*kind, data.as_str()))
+        .collect();
+    [
+        ("Anthropic, two text blocks", anthropic, Part::Text),
+        ("Gemini, parts at two places", gemini, Part::Text),
+        (
+            "Responses, reasoning text and summary",
+            responses,
+            Part::Reasoning,
+        ),
+        ("Gemini, a thought between", thought, Part::Text),
+        (
+            "Responses, another call between",
+            sse(&calls),
+            Part::ToolArguments { call: 1 },
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_token_split_where_only_the_delta_join_meets_it_is_concealed_in_that_join() {
+    for (name, form) in forms(TOKEN) {
+        let (head, tail) = form.split_at(form.len() / 2);
+        let (one, two) = (format!("The key is {head}"), format!("{tail}, keep it."));
+        for (shape, body, part) in joined_across_shapes((&one, &two)) {
+            for size in [16, body.len()] {
+                let server = engine("text/event-stream", in_pieces(&body, size)).await;
+                let mut read = opened(&transport(&server)).await;
+                let what = format!("{shape}, {name}, pieces of {size}");
+                let deltas = all_deltas(&mut read).await.expect("not refused");
+                let joined: String = deltas
+                    .iter()
+                    .filter(|(choice, got, _)| *choice == 0 && *got == part)
+                    .map(|(_, _, text)| text.as_str())
+                    .collect();
+                crate::support::forms::assert_no_form(TOKEN, &what, &joined);
+                assert_eq!(joined.matches("[redacted]").count(), 1, "{what}: {joined}");
+                assert!(joined.starts_with("The key is "), "{what}: {joined}");
+                assert!(joined.ends_with(", keep it."), "{what}: {joined}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_same_shapes_without_a_token_are_yielded_as_sent() {
+    for (shape, body, part) in joined_across_shapes(("The key is ", "not here.")) {
+        let server = engine("text/event-stream", in_pieces(&body, 16)).await;
+        let mut read = opened(&transport(&server)).await;
+        let deltas = all_deltas(&mut read).await.expect("not refused");
+        let joined: String = deltas
+            .iter()
+            .filter(|(_, got, _)| *got == part)
+            .map(|(_, _, text)| text.as_str())
+            .collect();
+        assert_eq!(joined, "The key is not here.", "{shape}");
+    }
+}
+
 #[tokio::test]
 async fn events_with_no_text_still_count_for_usage_the_end_and_errors() {
     // Only text-less events, then [DONE]: no delta, and what they billed.
