@@ -28,11 +28,6 @@ mod repeat;
 mod show;
 mod stream;
 mod stream_engine;
-/// The crate's own bounds and taming, so that every cut the probe makes is
-/// the escape-aware one the library makes.
-#[allow(dead_code)]
-#[path = "../../src/text/mod.rs"]
-mod text;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -11,7 +11,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use meterwire::{Answer, Cause, Refusal, Usage};
 
-use crate::text;
 
 /// How much of an answer prose shows; `--json` carries it whole.
 const ANSWER_SHOWN: usize = 2_000;
@@ -81,9 +80,9 @@ pub fn print_answer(answer: &Answer, elapsed_ms: u64, style: &Style) {
         out!("  {}  {}", style.bold("usage"), usage_words(&usage));
     }
     let text = answer.text();
-    // The library's escape-aware bound: a cut inside `&#65` or `\u00` would
-    // leave a reader to decode a different character than the text held.
-    let shown = text::bound_whole(text, ANSWER_SHOWN);
+    // The answer is concealed whole: cutting its end can leave an escape
+    // half written (`&#6`), never spell a form the whole text did not.
+    let shown = bound(text, ANSWER_SHOWN);
     out!("{}", tame(shown, false));
     if shown.len() < text.len() {
         let more = text.len() - shown.len();
@@ -244,10 +243,26 @@ pub fn meaning(cause: Cause) -> &'static str {
 /// hard-wrapped form of the token the concealer never saw.
 pub fn tame(text: &str, one_line: bool) -> String {
     if one_line {
-        return text::tame(text).into_owned();
+        return tame_line(text);
     }
-    let lines: Vec<_> = text.split('\n').map(text::tame).collect();
+    let lines: Vec<_> = text.split('\n').map(tame_line).collect();
     lines.join("\n")
+}
+
+/// One line with every control character (a line break, an escape, NUL)
+/// turned into a space.
+fn tame_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// `text` cut to at most `max_chars` characters, at a character boundary.
+fn bound(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
 }
 
 /// `text` broken at spaces into lines of at most `width` characters (a word
@@ -277,7 +292,7 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
                 continue;
             }
             // A word wider than the whole line: split it.
-            let head = text::bound(word, width);
+            let head = bound(word, width);
             lines.push(head.to_owned());
             word = &word[head.len()..];
             if word.is_empty() {
@@ -291,7 +306,7 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
     if lines.len() > max_lines {
         lines.truncate(max_lines);
         if let Some(last) = lines.last_mut() {
-            let kept = text::bound(last, width.saturating_sub(2)).trim_end();
+            let kept = bound(last, width.saturating_sub(2)).trim_end();
             *last = format!("{kept} …");
         }
     }
