@@ -80,9 +80,7 @@ pub fn print_answer(answer: &Answer, elapsed_ms: u64, style: &Style) {
         out!("  {}  {}", style.bold("usage"), usage_words(&usage));
     }
     let text = answer.text();
-    // The answer is concealed whole: cutting its end can leave an escape
-    // half written (`&#6`), never spell a form the whole text did not.
-    let shown = bound(text, ANSWER_SHOWN);
+    let shown = cut_whole(text, ANSWER_SHOWN);
     out!("{}", tame(shown, false));
     if shown.len() < text.len() {
         let more = text.len() - shown.len();
@@ -263,6 +261,35 @@ fn bound(text: &str, max_chars: usize) -> &str {
         Some((end, _)) => &text[..end],
         None => text,
     }
+}
+
+/// `text` cut to at most `max_chars` characters, never inside an escape:
+/// cut to `&#65`, an answer's `&#655;` would read as `A` to an HTML reader,
+/// and the echo before it as the token the library concealed. An escape
+/// the cut may have broken (a `&`, `%` or `\` followed to the end by
+/// nothing but letters, digits, `#` and braces) is dropped whole, until
+/// none is. Written here, not taken from the library, because the probe
+/// uses only the library's public API; it drops more than it must at
+/// times (a complete `%41` at the end), never less.
+fn cut_whole(text: &str, max_chars: usize) -> &str {
+    let mut kept = bound(text, max_chars);
+    if kept.len() == text.len() {
+        return kept;
+    }
+    // The longest escape a lenient reader may decode without its end.
+    const LONGEST: usize = 40;
+    while let Some(at) = kept.rfind(['&', '%', '\\']) {
+        let body = &kept[at + 1..];
+        let broken = kept.len() - at <= LONGEST
+            && body
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '#' | '{' | '}'));
+        if !broken {
+            break;
+        }
+        kept = &kept[..at];
+    }
+    kept
 }
 
 /// `text` broken at spaces into lines of at most `width` characters (a word
