@@ -11,7 +11,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use meterwire::{Answer, Cause, Refusal, Usage};
 
-
 /// How much of an answer prose shows; `--json` carries it whole.
 const ANSWER_SHOWN: usize = 2_000;
 
