@@ -263,10 +263,7 @@ pub(super) fn unreachable(site: &Site, fix: Fix, what: &Shown, delay: Option<Dur
             address.named()
         ),
         Fix::Proxy => {
-            let proxy = site
-                .proxy()
-                .cloned()
-                .unwrap_or_else(|| Shown::from("the transport was given"));
+            let proxy = proxy(site);
             shown!(
                 "check that the proxy {} (given to HttpTransportBuilder::proxy) is up, reachable from here and lets this host through to the engine at {}, or drop the proxy if the engine is reachable without it (the engine's address: {})",
                 proxy,
@@ -275,10 +272,7 @@ pub(super) fn unreachable(site: &Site, fix: Fix, what: &Shown, delay: Option<Dur
             )
         }
         Fix::ProxyCredentials => {
-            let proxy = site
-                .proxy()
-                .cloned()
-                .unwrap_or_else(|| Shown::from("the transport was given"));
+            let proxy = proxy(site);
             shown!(
                 "give the proxy {} the credentials it asks for, in the URL given to HttpTransportBuilder::proxy (http://user:password@host:port), or use a proxy that lets this host through to the engine at {} (the engine's address: {})",
                 proxy,
@@ -293,6 +287,14 @@ pub(super) fn unreachable(site: &Site, fix: Fix, what: &Shown, delay: Option<Dur
             address.set_phrase("an engine that answers itself")
         ),
     }
+}
+
+/// The proxy as a remedy names it: `the proxy <address>`, or `the proxy the
+/// transport was given`.
+fn proxy(site: &Site) -> Shown {
+    site.proxy()
+        .cloned()
+        .unwrap_or_else(|| Shown::from("the transport was given"))
 }
 
 /// The remedy of an empty account: fund it, or use a token whose account
