@@ -84,9 +84,8 @@
 //!
 //! Not kept by these types: the answer itself (the engine's body, concealed
 //! as it streams in, is the caller's text, not the crate's words), and the
-//! derived `Debug` of the configuration's private types (`Origin`'s
-//! variable names and a token file's path, as `HttpTransport`'s `Debug`
-//! shows them).
+//! public errors made before any concealer exists (`NamingError` quotes a
+//! rejected prefix or stem, as `Naming::new` was given it).
 
 use std::fmt;
 use std::ops::Deref;

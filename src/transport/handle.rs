@@ -19,6 +19,7 @@ use crate::config::Target;
 use crate::limits::Limits;
 use crate::meter::{Meter, MeterSnapshot};
 use crate::refusal::Refusal;
+use crate::refusal::render::origin::{address_origin, token_origin};
 use crate::request::Request;
 use crate::retry::RetryPolicy;
 use crate::stream::AnswerStream;
@@ -78,8 +79,8 @@ impl fmt::Debug for HttpTransport {
         match &self.inner.target {
             Ok(target) => debug
                 .field("address", &target.site.shown_address())
-                .field("address_origin", target.site.address().origin())
-                .field("token_origin", target.site.token()),
+                .field("address_origin", &address_origin(&target.site).provenance())
+                .field("token_origin", &token_origin(&target.site).provenance()),
             Err(refusal) => debug.field("refusal", &refusal.cause()),
         };
         let names: Vec<&str> = self.inner.headers.keys().map(HeaderName::as_str).collect();
