@@ -39,14 +39,14 @@
 //!    [`Concealer::show_tamed`] (a name a caller gave: concealed, tamed,
 //!    cut) and [`Concealer::show_unchanged`] (text in which the concealer
 //!    finds nothing: an idempotency key);
-//! 2. from `Shown`s and the crate's own words, with [`shown!`]: a format
-//!    string whose every piece is a [`Show`]. `Show` is sealed, and
-//!    implemented here for `Shown`, `&'static str` (the crate's literals),
-//!    integers and a UUID the crate drew; a delay or a time becomes a
-//!    `Shown` through [`Shown::seconds`] and [`Shown::date`]. The string is
-//!    written in a nested function, which sees none of the caller's
-//!    locals: only a constant (an item, so the crate's own words) can be
-//!    named in it;
+//! 2. from `Shown`s and the crate's own words, with [`shown!`] (or
+//!    `Shown::from` a literal): a format string whose every piece is a
+//!    [`Show`]. `Show` is sealed, and implemented here for `Shown`,
+//!    `&'static str` (the crate's literals), integers and a UUID the crate
+//!    drew; a delay or a time becomes a `Shown` through [`Shown::seconds`]
+//!    and [`Shown::date`]. The string is written in a nested function,
+//!    which sees none of the caller's locals: only a constant (an item, so
+//!    the crate's own words) can be named in it;
 //! 3. from a `Shown`: [`Shown::push`], [`Shown::join`], [`Shown::quoted`],
 //!    [`Shown::after`], and [`Shown::seal`], the last defence every
 //!    refusal the crate writes passes on its way out (each string concealed
