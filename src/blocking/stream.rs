@@ -60,11 +60,7 @@ impl fmt::Debug for AnswerStream {
 impl AnswerStream {
     pub(super) fn new(stream: crate::AnswerStream, runtime: Arc<Background>) -> AnswerStream {
         AnswerStream {
-            head: StreamHead {
-                status: stream.status(),
-                request_id: stream.request_id().map(str::to_owned),
-                content_type: stream.content_type().map(str::to_owned),
-            },
+            head: stream.head(),
             stream: Some(stream),
             runtime,
         }

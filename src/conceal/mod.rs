@@ -20,6 +20,10 @@
 //! on the bytes near it), so a text arriving in pieces is concealed by a
 //! [`stream::ConcealStream`] exactly as whole, piece by piece.
 //!
+//! What the crate may print is a [`Shown`], made only by the showing
+//! methods and the `shown!` writer of [`shown`](mod@shown), which says how a reviewer
+//! checks that no other text reaches a refusal, a span or a log line.
+//!
 //! The design, and why it is linear: `DESIGN.md` in the repository.
 
 mod alike;
@@ -35,6 +39,7 @@ mod positions;
 mod reach;
 mod scan;
 mod shapes;
+pub(crate) mod shown;
 mod sixteen;
 pub(crate) mod stream;
 mod stretch;
@@ -62,6 +67,8 @@ use stretch::{Buffers, conceal_stretch};
 use stretch::{scan_joined, views_of};
 #[cfg(any(test, fuzzing))]
 use views::Holds;
+
+pub(crate) use shown::{Concealed, Shown, Unshown, shown};
 
 /// What every concealed secret, and every scrubbed credential, is replaced by.
 ///

@@ -4,29 +4,28 @@
 //! send; every refusal about a send is worded from one, so every reason
 //! names the same things the same way.
 
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown, Unshown};
 use crate::config::address::{Address, redact_address};
 use crate::config::origin::Origin;
-use crate::text::bound_whole;
 
 /// How much of an address a reason quotes.
 const ADDRESS_LIMIT: usize = 200;
 
 #[derive(Clone, Debug)]
 pub(crate) struct Site {
-    scope: String,
+    scope: Unshown,
     address: Address,
     token: Origin,
     /// The proxy the caller configured, as reasons show it: redacted,
     /// concealed and bounded.
-    proxy: Option<String>,
+    proxy: Option<Shown>,
     concealer: Concealer,
 }
 
 impl Site {
     pub(crate) fn new(scope: &str, address: Address, token: Origin, concealer: Concealer) -> Site {
         Site {
-            scope: scope.to_owned(),
+            scope: Unshown::new(scope),
             address,
             token,
             proxy: None,
@@ -42,12 +41,12 @@ impl Site {
     }
 
     /// The proxy, as reasons show it, when one is configured.
-    pub(crate) fn proxy(&self) -> Option<&str> {
-        self.proxy.as_deref()
+    pub(crate) fn proxy(&self) -> Option<&Shown> {
+        self.proxy.as_ref()
     }
 
     /// The scope, as the caller gave it.
-    pub(crate) fn scope(&self) -> &str {
+    pub(crate) fn scope(&self) -> &Unshown {
         &self.scope
     }
 
@@ -65,36 +64,26 @@ impl Site {
     }
 
     /// The address as a reason shows it: redacted, concealed, bounded.
-    pub(crate) fn shown_address(&self) -> String {
+    pub(crate) fn shown_address(&self) -> Shown {
         shown_address(&self.address.to_string(), &self.concealer)
     }
 
     /// The host (and port) as a remedy names it, concealed.
-    pub(crate) fn host(&self) -> String {
+    pub(crate) fn host(&self) -> Shown {
         shown_host(&self.address.host(), &self.concealer)
-    }
-
-    /// The report's `source` for a refusal about the address.
-    pub(crate) fn address_variable(&self) -> Option<String> {
-        self.address.origin().variable().map(str::to_owned)
-    }
-
-    /// The report's `source` for a refusal about the token.
-    pub(crate) fn token_variable(&self) -> Option<String> {
-        self.token.variable().map(str::to_owned)
     }
 }
 
 /// An address, already redacted, as a reason quotes it: concealed first
 /// (a token can sit in its path), then bounded.
-pub(crate) fn shown_address(redacted: &str, concealer: &Concealer) -> String {
-    bound_whole(&concealer.conceal(redacted), ADDRESS_LIMIT).to_owned()
+pub(crate) fn shown_address(redacted: &str, concealer: &Concealer) -> Shown {
+    concealer.show(redacted, ADDRESS_LIMIT)
 }
 
 /// A host (and port) as a reason or remedy names it: concealed, then
 /// bounded.
-pub(crate) fn shown_host(host: &str, concealer: &Concealer) -> String {
-    bound_whole(&concealer.conceal(host), ADDRESS_LIMIT).to_owned()
+pub(crate) fn shown_host(host: &str, concealer: &Concealer) -> Shown {
+    concealer.show(host, ADDRESS_LIMIT)
 }
 
 /// The site the unit tests of the refusals write from: scope `acme`, the

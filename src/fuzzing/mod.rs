@@ -64,11 +64,11 @@ pub fn request_id(pairs: &[(&str, &[u8])]) -> Option<Vec<u8>> {
 }
 
 pub fn engine_words(text: &str, concealer: &Concealer) -> Option<String> {
-    words::engine_words(text, concealer)
+    words::engine_words(text, concealer).map(|words| words.into_string())
 }
 
 pub fn engine_value(value: &[u8], concealer: &Concealer, limit: usize) -> String {
-    words::engine_value(value, concealer, limit)
+    concealer.show_engine(value, limit).into_string()
 }
 
 /// The codes of an error body, most specific first.
@@ -101,7 +101,7 @@ pub fn answer_read(
         Origin::Variable("CHANT_BEHAVIOUR_TOKEN".to_owned()),
         concealer.clone(),
     );
-    let head = concealer.conceal(body);
+    let head = concealer.admit(body.to_owned());
     let refusal = crate::refusal::status::refusal_for_concealed_status(
         &site,
         status,
@@ -159,7 +159,7 @@ pub fn token_file(bytes: &[u8]) -> Result<Vec<u8>, String> {
     };
     crate::config::token::content::parse(bytes, origin)
         .map(|token| token.header().as_bytes().to_vec())
-        .map_err(|problem| problem.describe())
+        .map_err(|problem| problem.describe().into_string())
 }
 
 pub use self::raced::{Raced, token_file_raced};

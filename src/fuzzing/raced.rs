@@ -214,7 +214,7 @@ pub fn token_file_raced(script: &[u8]) -> Raced {
     };
     let read = read::read(&place.path, origin, MOST_WAIT, &mut writer)
         .map(|token| String::from_utf8_lossy(token.header().as_bytes()).into_owned())
-        .map_err(|problem| problem.describe());
+        .map_err(|problem| problem.describe().into_string());
     Raced {
         read,
         whole: writer.whole,

@@ -15,12 +15,13 @@ use std::io;
 use super::kind::Kind;
 pub(crate) use super::kind::{Answered, Failure, ProxyFailure};
 use super::render;
+use crate::conceal::Shown;
 use crate::config::site::Site;
 use crate::refusal::Refusal;
 
 impl Failure {
     /// A few words for the list of attempts in a reason.
-    pub(crate) fn short(&self) -> String {
+    pub(crate) fn short(&self) -> Shown {
         render::short(&Kind::Failed {
             failure: self.clone(),
             answered: None,
@@ -250,7 +251,7 @@ mod tests {
                 Fix::Request,
             ),
             (
-                Failure::Unsendable("the header \"te\" is one".to_owned()),
+                Failure::Unsendable(Shown::from("the header \"te\" is one")),
                 "nothing was sent",
                 Fix::Request,
             ),

@@ -5,7 +5,9 @@
 //!
 //! Each says when and why the engine asked, and how long is left, so an
 //! operator can tell a spent window from a network that is down; `render`
-//! words them. What the limits keep of each window (`Hold`, `Latched`,
+//! words them. What the limits kept as text (why a hold began, the field
+//! it quotes, the fleet's key, some of it read back from Redis) is shown
+//! by the site's concealer as it becomes part of the refusal. What the limits keep of each window (`Hold`, `Latched`,
 //! `Spent`) is theirs, in `limits/hold.rs`.
 
 use tokio::time::Instant;
@@ -22,6 +24,7 @@ use crate::refusal::{Cause, Refusal};
 /// A send before the engine's window ends: held, not sent.
 pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
     let left = hold.until.saturating_duration_since(now);
+    let show = |text: &str| site.concealer().show_all(text);
     render::sent(
         site,
         Kind::Held {
@@ -29,9 +32,9 @@ pub(crate) fn holding(site: &Site, hold: &Hold, now: Instant) -> Refusal {
                 asked_at: hold.asked_at,
                 asked: hold.asked,
                 ceiling: hold.ceiling,
-                why: hold.why.clone(),
-                field: hold.field.clone(),
-                fleet: hold.fleet.clone(),
+                why: show(&hold.why),
+                field: hold.field.as_ref().map(|field| show(&field.to_string())),
+                fleet: hold.fleet.as_deref().map(show),
             }),
             left,
         },
@@ -49,6 +52,7 @@ pub(crate) fn latched(site: &Site, latched: &Latched<Refusal>, now: Instant) -> 
 /// spent: held, not sent.
 pub(crate) fn spent(site: &Site, spent: &Spent, now: Instant) -> Refusal {
     let left = spent.until.saturating_duration_since(now);
+    let show = |text: &str| site.concealer().show_all(text);
     render::sent(
         site,
         Kind::Spent {
@@ -57,9 +61,9 @@ pub(crate) fn spent(site: &Site, spent: &Spent, now: Instant) -> Refusal {
                 what: spent.what,
                 remaining: spent.remaining,
                 limit: spent.limit,
-                field: spent.field.clone(),
+                field: spent.field.as_ref().map(|field| show(&field.to_string())),
                 started: spent.started,
-                fleet: spent.fleet.clone(),
+                fleet: spent.fleet.as_deref().map(show),
             }),
             left,
         },

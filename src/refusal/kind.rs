@@ -18,10 +18,10 @@ use std::time::{Duration, SystemTime};
 use super::Cause;
 use super::evidence::dialect::Names;
 use super::evidence::protocol::Relay;
+use crate::conceal::{Shown, shown};
 use crate::config::Unsent;
 use crate::config::naming::Naming;
 use crate::config::token::content::FileProblem;
-use crate::limits::dialects::Quoted;
 use crate::retry::Outcome;
 
 /// What a refusal is about.
@@ -50,7 +50,7 @@ pub(crate) enum Kind {
     },
     /// A stream whose joined text outgrew what its channels hold back to
     /// conceal it; `why` names the bound, in the channels' words.
-    Unjoined { answered: Answered, why: String },
+    Unjoined { answered: Answered, why: Shown },
     /// Held, not sent: the engine asked to wait, and `left` of it is left.
     Held { hold: Box<Asked>, left: Duration },
     /// Latched, not sent, for `left` more, after the engine refused as
@@ -63,7 +63,7 @@ pub(crate) enum Kind {
     /// Held, not sent: the requests window the answers described is spent.
     Spent { spent: Box<Counted>, left: Duration },
     /// No good token was ever read from the token file at `path`.
-    TokenFile { path: String, problem: FileProblem },
+    TokenFile { path: Shown, problem: FileProblem },
     /// The configuration cannot send; `naming` names its chains.
     Unsent {
         unsent: Box<Unsent>,
@@ -130,9 +130,9 @@ impl Kind {
     }
 
     /// The engine's id for the request, when its answer named one.
-    pub(crate) fn request_id(&self) -> Option<&str> {
+    pub(crate) fn request_id(&self) -> Option<&Shown> {
         match self {
-            Kind::Status(said) => said.request_id.as_deref(),
+            Kind::Status(said) => said.request_id.as_ref(),
             Kind::Latched { original, .. } => original.request_id(),
             _ => None,
         }
@@ -140,8 +140,8 @@ impl Kind {
 }
 
 /// What the engine's answer said: its status, read with the evidence of
-/// its headers and the head of its body. Every string here was concealed
-/// and bounded when it was read.
+/// its headers and the head of its body, each piece shown (concealed and
+/// bounded) when it was read.
 #[derive(Clone, Debug)]
 pub(crate) struct Said {
     pub(crate) status: u16,
@@ -150,14 +150,14 @@ pub(crate) struct Said {
     /// Which evidence decided it.
     pub(crate) by: By,
     /// The engine's words: one line of its body.
-    pub(crate) words: Option<String>,
+    pub(crate) words: Option<Shown>,
     /// The wait it asked for, as it asked.
     pub(crate) wait: Option<Wait>,
-    pub(crate) request_id: Option<String>,
-    /// A `Bearer` challenge's error, description and scope, shown.
+    pub(crate) request_id: Option<Shown>,
+    /// A `Bearer` challenge's error, description and scope.
     pub(crate) challenge: Option<Challenge>,
-    /// Where a redirect pointed, shown.
-    pub(crate) location: Option<String>,
+    /// Where a redirect pointed.
+    pub(crate) location: Option<Shown>,
 }
 
 impl Said {
@@ -183,27 +183,27 @@ impl Said {
 }
 
 /// A wait an engine asked for: the header it was read from and its value
-/// as sent (shown), and the delay it gave, when it gave one.
+/// as sent, and the delay it gave, when it gave one.
 #[derive(Clone, Debug)]
 pub(crate) struct Wait {
     pub(crate) delay: Option<Duration>,
     pub(crate) header: &'static str,
-    pub(crate) value: String,
+    pub(crate) value: Shown,
 }
 
-/// What a `Bearer` challenge said about a rejected token, shown.
+/// What a `Bearer` challenge said about a rejected token.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Challenge {
-    pub(crate) error: Option<String>,
-    pub(crate) description: Option<String>,
-    pub(crate) scope: Option<String>,
+    pub(crate) error: Option<Shown>,
+    pub(crate) description: Option<Shown>,
+    pub(crate) scope: Option<Shown>,
 }
 
 /// The evidence that decided an answer's cause, strongest first.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum By {
     /// The engine's code (as quoted), which names this.
-    Code { code: String, names: Names },
+    Code { code: Shown, names: Names },
     /// A phrase of the engine's words, which names this.
     Words { phrase: &'static str, names: Names },
     /// The x402 payment protocol: a `PAYMENT-REQUIRED` header, or a body
@@ -279,12 +279,12 @@ pub(crate) struct Asked {
     pub(crate) asked_at: SystemTime,
     pub(crate) asked: Duration,
     pub(crate) ceiling: Option<Duration>,
-    pub(crate) why: String,
+    pub(crate) why: Shown,
     /// The rate-limit field that started the hold, as sent, when an
     /// answer that was not refused did: such a hold is checked once a
     /// minute.
-    pub(crate) field: Option<Quoted>,
-    pub(crate) fleet: Option<String>,
+    pub(crate) field: Option<Shown>,
+    pub(crate) fleet: Option<Shown>,
 }
 
 /// What a spent requests window says: when an answer said how many were
@@ -298,9 +298,9 @@ pub(crate) struct Counted {
     pub(crate) limit: Option<u64>,
     /// The field whose reset ends the window, as sent (none when the
     /// fleet's budget did not record it).
-    pub(crate) field: Option<Quoted>,
+    pub(crate) field: Option<Shown>,
     pub(crate) started: u64,
-    pub(crate) fleet: Option<String>,
+    pub(crate) fleet: Option<Shown>,
 }
 
 /// Which of a stream's timers ended it.
@@ -316,12 +316,12 @@ pub(crate) enum Timer {
 }
 
 /// What an error inside a stream said: its `type` and `code`, the engine's
-/// words, each concealed and bounded, and what they name.
+/// words, each shown, and what they name.
 #[derive(Clone, Debug)]
 pub(crate) struct StreamError {
-    pub(crate) kind: Option<String>,
-    pub(crate) code: Option<String>,
-    pub(crate) words: Option<String>,
+    pub(crate) kind: Option<Shown>,
+    pub(crate) code: Option<Shown>,
+    pub(crate) words: Option<Shown>,
     /// The evidence that named its cause, if any did: else the engine's
     /// health.
     pub(crate) by: By,
@@ -388,7 +388,7 @@ pub(crate) enum Failure {
     /// A per-call option (a header, the idempotency key, the deadline)
     /// cannot be used; nothing was sent. The text names the option, never a
     /// header's value.
-    Unsendable(String),
+    Unsendable(Shown),
 }
 
 /// How the configured proxy failed.
@@ -423,14 +423,14 @@ pub(crate) struct Answered {
 
 impl Answered {
     /// `11 bytes`, or `11 bytes and 3 events`.
-    pub(crate) fn so_far(&self) -> String {
+    pub(crate) fn so_far(&self) -> Shown {
         let bytes = match self.bytes {
-            1 => "1 byte".to_owned(),
-            n => format!("{n} bytes"),
+            1 => Shown::from("1 byte"),
+            n => shown!("{} bytes", n),
         };
         match self.events {
-            Some(1) => format!("{bytes} and 1 event"),
-            Some(events) => format!("{bytes} and {events} events"),
+            Some(1) => shown!("{} and 1 event", bytes),
+            Some(events) => shown!("{} and {} events", bytes, events),
             None => bytes,
         }
     }

@@ -4,8 +4,8 @@
 //! (`no-engine`), check an address (`engine-unreachable`), fund an account
 //! (`engine-out-of-credit`), wait for a window (`engine-over-quota`). A
 //! refusal is written to be pasted: into a log, a terminal, or a public
-//! merge-request comment. So every string in it has been through the
-//! concealer before it was stored here, and the report shape is versioned
+//! merge-request comment. So every string in it is a `Shown`, text the
+//! concealer has shown (`conceal/shown.rs`), and the report shape is versioned
 //! (`"behaviour": "v1"`) and additive: consumers read `refusal.reason` and
 //! `refusal.remedy` and ignore fields they do not know.
 //!
@@ -44,6 +44,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::conceal::Shown;
 
 /// Why a call did not end in an answer.
 ///
@@ -185,10 +187,10 @@ struct Fields {
     #[serde(skip)]
     kind: Kept,
     cause: Cause,
-    reason: String,
-    remedy: String,
+    reason: Shown,
+    remedy: Shown,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    source: Option<String>,
+    source: Option<Shown>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     status: Option<u16>,
     #[serde(
@@ -199,15 +201,15 @@ struct Fields {
     )]
     retry_after: Option<Duration>,
     #[serde(default, rename = "requestId", skip_serializing_if = "Option::is_none")]
-    request_id: Option<String>,
+    request_id: Option<Shown>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    engine: Option<String>,
+    engine: Option<Shown>,
     #[serde(
         default,
         rename = "idempotencyKey",
         skip_serializing_if = "Option::is_none"
     )]
-    idempotency_key: Option<String>,
+    idempotency_key: Option<Shown>,
     #[serde(default, skip_serializing_if = "is_zero")]
     attempts: u32,
 }
@@ -247,11 +249,26 @@ impl Refusal {
         remedy: impl Into<String>,
         source: Option<String>,
     ) -> Refusal {
+        Refusal::written(
+            cause,
+            Shown::given(reason.into()),
+            Shown::given(remedy.into()),
+            source.map(Shown::given),
+        )
+    }
+
+    /// A refusal the crate writes, from what it has shown.
+    pub(crate) fn written(
+        cause: Cause,
+        reason: Shown,
+        remedy: Shown,
+        source: Option<Shown>,
+    ) -> Refusal {
         Refusal(Box::new(Fields {
             kind: Kept::default(),
             cause,
-            reason: reason.into(),
-            remedy: remedy.into(),
+            reason,
+            remedy,
             source,
             status: None,
             retry_after: None,
@@ -278,7 +295,14 @@ impl Refusal {
 
     /// The same refusal, recording the engine's id for the request.
     pub fn with_request_id(mut self, id: impl Into<String>) -> Refusal {
-        self.0.request_id = Some(id.into());
+        self.0.request_id = Some(Shown::given(id.into()));
+        self
+    }
+
+    /// The same refusal, recording the engine's id for the request as the
+    /// crate showed it.
+    pub(crate) fn with_shown_request_id(mut self, id: Shown) -> Refusal {
+        self.0.request_id = Some(id);
         self
     }
 
@@ -290,14 +314,14 @@ impl Refusal {
 
     /// The same refusal, naming the engine's host (concealed, as every
     /// string the crate writes).
-    pub(crate) fn with_engine(mut self, host: String) -> Refusal {
+    pub(crate) fn with_engine(mut self, host: Shown) -> Refusal {
         self.0.engine = Some(host).filter(|host| !host.is_empty());
         self
     }
 
     /// The same refusal, naming the idempotency key its send carried.
-    pub(crate) fn with_idempotency_key(mut self, key: &str) -> Refusal {
-        self.0.idempotency_key = Some(key.to_owned());
+    pub(crate) fn with_idempotency_key(mut self, key: &Shown) -> Refusal {
+        self.0.idempotency_key = Some(key.clone());
         self
     }
 
@@ -313,7 +337,7 @@ impl Refusal {
     }
 
     /// The same refusal with its reason written again.
-    pub(crate) fn with_reason(mut self, reason: String) -> Refusal {
+    pub(crate) fn with_reason(mut self, reason: Shown) -> Refusal {
         self.0.reason = reason;
         self
     }
@@ -338,7 +362,7 @@ impl Refusal {
     /// report's `source`); none for a value given in code, or when no
     /// variable is to blame.
     pub fn variable(&self) -> Option<&str> {
-        self.0.source.as_deref()
+        self.0.source.as_ref().map(Shown::as_str)
     }
 
     /// The HTTP status the engine answered, when it answered one.
@@ -358,20 +382,20 @@ impl Refusal {
     /// concealed and bounded, for its support desk. In the report:
     /// `requestId`.
     pub fn request_id(&self) -> Option<&str> {
-        self.0.request_id.as_deref()
+        self.0.request_id.as_ref().map(Shown::as_str)
     }
 
     /// The engine's host (and port), redacted and concealed, when the
     /// refusal is about a send to one. In the report: `engine`.
     pub fn engine(&self) -> Option<&str> {
-        self.0.engine.as_deref()
+        self.0.engine.as_ref().map(Shown::as_str)
     }
 
     /// The idempotency key the refused send carried, when it carried one
     /// (the key is not a secret: an engine's support desk can find the
     /// send by it). In the report: `idempotencyKey`.
     pub fn idempotency_key(&self) -> Option<&str> {
-        self.0.idempotency_key.as_deref()
+        self.0.idempotency_key.as_ref().map(Shown::as_str)
     }
 
     /// How many requests went to the wire before this refusal: `0` for a
@@ -392,11 +416,12 @@ impl Refusal {
     /// Applies `f` to the reason, the remedy, the request id and the
     /// engine's host: how the transport passes each through its concealer
     /// one last time before they leave.
-    pub(crate) fn map_text(mut self, mut f: impl FnMut(&str) -> String) -> Refusal {
-        self.0.reason = f(&self.0.reason);
-        self.0.remedy = f(&self.0.remedy);
-        self.0.request_id = self.0.request_id.map(|id| f(&id));
-        self.0.engine = self.0.engine.map(|host| f(&host));
+    pub(crate) fn map_text(mut self, mut f: impl FnMut(Shown) -> Shown) -> Refusal {
+        let fields = &mut *self.0;
+        fields.reason = f(std::mem::take(&mut fields.reason));
+        fields.remedy = f(std::mem::take(&mut fields.remedy));
+        fields.request_id = fields.request_id.take().map(&mut f);
+        fields.engine = fields.engine.take().map(&mut f);
         self
     }
 }

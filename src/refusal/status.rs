@@ -29,12 +29,10 @@ use reqwest::header::{HeaderMap, LOCATION, RETRY_AFTER};
 
 use super::evidence::dialect::{Names, code_names, phrase_in};
 use super::evidence::protocol::{self, Relay};
-use super::evidence::words::{
-    codes, engine_code, engine_value, engine_words, last_segment, speaks_x402,
-};
+use super::evidence::words::{codes, engine_code, engine_words, last_segment, speaks_x402};
 use super::evidence::{challenge, request_id, retry};
 use super::kind::{By, Challenge, Fix, Kind, Said, Wait, fix_for_status};
-use crate::conceal::Concealer;
+use crate::conceal::{Concealed, Concealer, Shown, shown};
 use crate::config::site::Site;
 use crate::refusal::{Cause, Refusal};
 
@@ -58,8 +56,9 @@ pub(crate) fn refusal_for_status(
     body: &[u8],
     now: SystemTime,
 ) -> Option<Refusal> {
-    let lossy = String::from_utf8_lossy(body);
-    let head = site.concealer().conceal(&lossy);
+    let head = site
+        .concealer()
+        .admit(String::from_utf8_lossy(body).into_owned());
     refusal_for_concealed_status(site, status, headers, &head, now)
 }
 
@@ -71,10 +70,10 @@ pub(crate) fn refusal_for_concealed_status(
     site: &Site,
     status: u16,
     headers: &HeaderMap,
-    head: &str,
+    head: &Concealed,
     now: SystemTime,
 ) -> Option<Refusal> {
-    let said = said(site.concealer(), status, headers, head, now)?;
+    let said = said(site.concealer(), status, headers, head.as_str(), now)?;
     Some(super::render::sent(site, Kind::Status(Box::new(said))))
 }
 
@@ -90,7 +89,7 @@ fn said(
         return None;
     }
     let words = engine_words(head, concealer);
-    let shown = |value: &str, limit| engine_value(value.as_bytes(), concealer, limit);
+    let shown = |value: &str, limit| concealer.show_engine(value.as_bytes(), limit);
     let wait = match (retry::retry_hint(headers, now), headers.get(RETRY_AFTER)) {
         (Some(hint), _) => Some(Wait {
             delay: Some(hint.delay),
@@ -102,7 +101,7 @@ fn said(
         (None, Some(value)) => Some(Wait {
             delay: None,
             header: "retry-after",
-            value: engine_value(value.as_bytes(), concealer, HEADER_LIMIT),
+            value: concealer.show_engine(value.as_bytes(), HEADER_LIMIT),
         }),
         (None, None) => None,
     };
@@ -118,16 +117,9 @@ fn said(
         banned: wait.as_ref().is_some_and(|wait| {
             wait.delay.is_some() && matches!(wait.header, "retry-after" | "retry-after-ms")
         }),
-        relay: protocol::relayed(headers, words.as_deref()),
+        relay: protocol::relayed(headers, words.as_deref(), concealer),
     };
-    let (cause, by) = decide(status, evidence);
-    let by = match by {
-        By::Code { code, names } => By::Code {
-            code: engine_code(&code, concealer),
-            names,
-        },
-        by => by,
-    };
+    let (cause, by) = decide(status, evidence, concealer);
     let challenge = matches!(status, 401 | 403)
         .then(|| challenge::bearer_challenge(headers))
         .flatten()
@@ -172,12 +164,12 @@ struct Evidence<'a> {
 
 /// The cause of an answer, and the evidence that decided it: the engine's
 /// code, then its words, then the protocol on the wire, then the status.
-fn decide(status: u16, evidence: Evidence<'_>) -> (Cause, By) {
+fn decide(status: u16, evidence: Evidence<'_>, concealer: &Concealer) -> (Cause, By) {
     let by_status = status_cause(status);
     // A proxy's 407 is not the engine's answer, and below 400 nothing the
     // body says is a refusal's cause.
     let said = (status >= 400 && status != 407)
-        .then(|| code_or_words(&evidence.codes, evidence.words))
+        .then(|| code_or_words(&evidence.codes, evidence.words, concealer))
         .flatten();
     let named = match &said {
         Some(By::Code { names, .. } | By::Words { names, .. }) => Some(*names),
@@ -216,13 +208,18 @@ fn decide(status: u16, evidence: Evidence<'_>) -> (Cause, By) {
 }
 
 /// The first of the engine's codes (most specific first) that names a
-/// cause, else the first phrase of its words that does.
-pub(crate) fn code_or_words(codes: &[String], words: Option<&str>) -> Option<By> {
+/// cause (the code shown as a reason quotes it), else the first phrase of
+/// its words that does.
+pub(crate) fn code_or_words(
+    codes: &[String],
+    words: Option<&str>,
+    concealer: &Concealer,
+) -> Option<By> {
     codes
         .iter()
         .find_map(|code| {
             code_names(last_segment(code)).map(|names| By::Code {
-                code: code.clone(),
+                code: engine_code(code, concealer),
                 names,
             })
         })
@@ -256,13 +253,11 @@ fn amzn_error_type(headers: &HeaderMap) -> Option<String> {
 /// URL, or "a path on the same host". Concealed before it is parsed: a URL
 /// parser lower-cases and percent-decodes a host, which would turn a token
 /// in it into text the concealer no longer knows.
-fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
-    let text = concealer
-        .conceal(&String::from_utf8_lossy(location))
-        .into_owned();
-    let parsed = url::Url::parse(text.trim());
-    if parsed.is_err() && text.contains(crate::conceal::REDACTED) {
-        return format!(
+fn redirect_target(location: &[u8], concealer: &Concealer) -> Shown {
+    let text = concealer.admit(String::from_utf8_lossy(location).into_owned());
+    let parsed = url::Url::parse(text.as_str().trim());
+    if parsed.is_err() && text.as_str().contains(crate::conceal::REDACTED) {
+        return shown!(
             "an address that held a secret ({})",
             crate::conceal::REDACTED
         );
@@ -274,11 +269,11 @@ fn redirect_target(location: &[u8], concealer: &Concealer) -> String {
                     Some(port) => format!("{host}:{port}"),
                     None => host.to_owned(),
                 };
-                engine_value(host.as_bytes(), concealer, HEADER_LIMIT)
+                concealer.show_engine(host.as_bytes(), HEADER_LIMIT)
             }
-            None => "an address with no host".to_owned(),
+            None => Shown::from("an address with no host"),
         },
-        Err(_) => "a path on the same host".to_owned(),
+        Err(_) => Shown::from("a path on the same host"),
     }
 }
 
@@ -427,6 +422,7 @@ mod tests {
                 banned: false,
                 relay: None,
             },
+            &Concealer::new([]),
         )
     }
 
@@ -504,6 +500,7 @@ mod tests {
                     banned,
                     relay,
                 },
+                &Concealer::new([]),
             )
         };
         assert_eq!(

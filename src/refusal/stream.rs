@@ -15,7 +15,7 @@ use super::failure::Answered;
 use super::kind::{By, Kind, StreamError};
 use super::render;
 use super::status::code_or_words;
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown};
 use crate::config::site::Site;
 use crate::refusal::Refusal;
 
@@ -23,7 +23,7 @@ pub(crate) use super::kind::Timer;
 
 impl Timer {
     /// A few words for the list of attempts in a reason.
-    pub(crate) fn short(self) -> String {
+    pub(crate) fn short(self) -> Shown {
         render::short(&Kind::Timer {
             timer: self,
             answered: Answered::default(),
@@ -55,7 +55,7 @@ pub(crate) fn error_in(
     let error = StreamError {
         kind: shown(kind),
         code: shown(code),
-        by: code_or_words(&codes(payload), words.as_deref()).unwrap_or(By::Status),
+        by: code_or_words(&codes(payload), words.as_deref(), concealer).unwrap_or(By::Status),
         words,
     };
     Some(in_stream_error(site, answered, error))

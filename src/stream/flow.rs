@@ -18,7 +18,7 @@ use super::ending::error_refusal;
 use super::framing::Framing;
 use super::upstream::{Ledger, Tally};
 use super::{Ending, StreamHead};
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown};
 use crate::refusal::failure::{Answered, Failure};
 use crate::refusal::kind::Kind;
 use crate::refusal::stream::{timed_out, without_done, written};
@@ -295,7 +295,7 @@ impl Flow {
             Pulled::TimedOut(timer) => {
                 let site = self.ledger.as_ref().map(|ledger| &ledger.site);
                 let refusal = timed_out(site, timer, self.answered());
-                return Poll::Ready(More::Refused(self.carried(refusal, &timer.short())));
+                return Poll::Ready(More::Refused(self.carried(refusal, timer.short())));
             }
         };
         Poll::Ready(More::Refused(self.refusal_of(failure)))
@@ -312,7 +312,7 @@ impl Flow {
             };
             let site = self.ledger.as_ref().map(|ledger| &ledger.site);
             let refusal = without_done(site, self.answered(), unfinished);
-            let refusal = self.carried(refusal, "no [DONE]");
+            let refusal = self.carried(refusal, Shown::from("no [DONE]"));
             self.finish(Some(&refusal));
             return Some(refusal);
         }
@@ -333,21 +333,21 @@ impl Flow {
     /// `refusal` with what a refusal of the send carries: the engine's id
     /// for the request, the attempts, what each came to (this one, the
     /// stream's, as `short`), and the idempotency key.
-    fn carried(&self, refusal: Refusal, short: &str) -> Refusal {
+    fn carried(&self, refusal: Refusal, short: Shown) -> Refusal {
         let refusal = match &self.head.request_id {
-            Some(id) => refusal.with_request_id(id.clone()),
+            Some(id) => refusal.with_shown_request_id(id.clone()),
             None => refusal,
         };
         let Some(ledger) = &self.ledger else {
             return refusal;
         };
         let mut history = ledger.history.clone();
-        history.push(short.to_owned());
+        history.push(short);
         history::after_attempts(
             &ledger.site,
             refusal.with_attempts(ledger.attempts),
             &history,
-            ledger.key.as_deref(),
+            ledger.key.as_ref(),
         )
     }
 
@@ -359,7 +359,7 @@ impl Flow {
             answered: Some(self.answered()),
         };
         let refusal = written(self.ledger.as_ref().map(|ledger| &ledger.site), kind);
-        self.carried(refusal, &short)
+        self.carried(refusal, short)
     }
 
     /// A piece, event or line over the cap, refused, and the stream
@@ -380,7 +380,7 @@ impl Flow {
         };
         let site = self.ledger.as_ref().map(|ledger| &ledger.site);
         let refusal = error_refusal(site, concealer, self.answered(), event, payload)?;
-        let refusal = self.carried(refusal, "an error in the stream");
+        let refusal = self.carried(refusal, Shown::from("an error in the stream"));
         self.finish(Some(&refusal));
         Some(refusal)
     }
@@ -388,12 +388,19 @@ impl Flow {
     /// The refusal of a stream past a bound of its channels, and the stream
     /// finished.
     fn joining_refusal(&mut self, exceeded: Exceeded) -> Refusal {
+        let concealer = match self.concealer() {
+            Some(concealer) => concealer,
+            None => no_secrets(),
+        };
         let kind = Kind::Unjoined {
             answered: self.answered(),
-            why: exceeded.describe(),
+            why: concealer.show_all(&exceeded.describe()),
         };
         let refusal = written(self.ledger.as_ref().map(|ledger| &ledger.site), kind);
-        let refusal = self.carried(refusal, "a stream whose joined text could not be concealed");
+        let refusal = self.carried(
+            refusal,
+            Shown::from("a stream whose joined text could not be concealed"),
+        );
         self.finish(Some(&refusal));
         refusal
     }

@@ -52,6 +52,7 @@ use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use crate::conceal::Shown;
 use crate::refusal::Refusal;
 use crate::usage::{Streamed, Usage};
 use body::EngineBody;
@@ -110,7 +111,7 @@ struct Readers {
 #[derive(Clone, Debug)]
 pub(crate) struct StreamHead {
     pub(crate) status: u16,
-    pub(crate) request_id: Option<String>,
+    pub(crate) request_id: Option<Shown>,
     pub(crate) content_type: Option<String>,
 }
 
@@ -176,6 +177,13 @@ impl AnswerStream {
         AnswerStream::new(Flow::new(head, Source::Chunks(chunks), usize::MAX, None))
     }
 
+    /// What the stream says of the answer's head, for a copy kept apart
+    /// from it.
+    #[cfg(feature = "blocking")]
+    pub(crate) fn head(&self) -> StreamHead {
+        self.flow.head.clone()
+    }
+
     fn new(flow: Flow) -> AnswerStream {
         AnswerStream {
             flow,
@@ -213,7 +221,7 @@ impl AnswerStream {
     /// assert_eq!(stream.content_type(), Some("text/event-stream"));
     /// ```
     pub fn with_request_id(mut self, id: impl Into<String>) -> AnswerStream {
-        self.flow.head.request_id = Some(id.into());
+        self.flow.head.request_id = Some(Shown::given(id.into()));
         self
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::StreamHead;
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown};
 use crate::refusal::Refusal;
 use crate::refusal::site::Site;
 use crate::usage::Usage;
@@ -62,8 +62,8 @@ pub(crate) struct Ledger {
     pub(crate) started: Instant,
     pub(crate) attempts: u32,
     /// What each attempt before the one that opened the stream came to.
-    pub(crate) history: Vec<String>,
-    pub(crate) key: Option<String>,
+    pub(crate) history: Vec<Shown>,
+    pub(crate) key: Option<Shown>,
 }
 
 /// How far a stream got when it ended, for its ledger.

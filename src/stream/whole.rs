@@ -6,7 +6,7 @@
 use super::channels::Carrier;
 use super::ending::error_refusal;
 use super::framing::{Format, Framing, Ndjson, Sse};
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown};
 use crate::refusal::failure::Answered;
 use crate::refusal::site::Site;
 use crate::refusal::{Refusal, history};
@@ -17,7 +17,7 @@ pub(crate) struct WholeAnswer<'a> {
     /// Its text, concealed.
     pub(crate) text: &'a str,
     pub(crate) content_type: Option<&'a str>,
-    pub(crate) request_id: Option<&'a str>,
+    pub(crate) request_id: Option<&'a Shown>,
 }
 
 /// The refusal of a whole answer whose `content-type` says it is a stream
@@ -29,8 +29,8 @@ pub(crate) fn error_in_answer(
     answer: WholeAnswer<'_>,
     site: &Site,
     attempts: u32,
-    mut history: Vec<String>,
-    key: Option<&str>,
+    mut history: Vec<Shown>,
+    key: Option<&Shown>,
 ) -> Option<Refusal> {
     let refusal = error_in_text(
         answer.text,
@@ -40,10 +40,10 @@ pub(crate) fn error_in_answer(
         answer.status,
     )?;
     let refusal = match answer.request_id {
-        Some(id) => refusal.with_request_id(id.to_owned()),
+        Some(id) => refusal.with_shown_request_id(id.clone()),
         None => refusal,
     };
-    history.push("an error in the stream".to_owned());
+    history.push(Shown::from("an error in the stream"));
     Some(history::after_attempts(
         site,
         refusal.with_attempts(attempts),

@@ -5,13 +5,11 @@
 //! the cap is refused without ever holding more than the cap; both stop at
 //! the send's deadline.
 
-use std::borrow::Cow;
-
 use tokio::time::timeout_at;
 
 use super::deadline::Deadline;
 use super::incoming::Incoming;
-use crate::conceal::{Concealer, REDACTED};
+use crate::conceal::{Concealed, Concealer, REDACTED};
 use crate::meter::Meter;
 use crate::refusal::evidence::words::DETAIL_READ_LIMIT;
 use crate::refusal::failure::Failure;
@@ -32,14 +30,15 @@ const RESERVE_AHEAD: usize = 1 << 20;
 /// form of a secret (a token hard-wrapped across two lines, cut after its
 /// first), where no concealer can recognise it whole: it is concealed as a
 /// stream would conceal it, and only what the stream releases is kept,
-/// never what it still holds back because it could be part of a form. It
-/// is concealed once, here: 256 sends reading large error pages each hold
-/// a head, and a second pass and copy of each would double that.
+/// never what it still holds back because it could be part of a form
+/// ([`Concealer::admit`], [`Concealer::admit_cut`]). It is concealed once,
+/// here: 256 sends reading large error pages each hold a head, and a second
+/// pass and copy of each would double that.
 pub(super) async fn read_head(
     response: &mut impl Incoming,
     deadline: Deadline,
     concealer: &Concealer,
-) -> (String, usize) {
+) -> (Concealed, usize) {
     let mut head = Vec::new();
     let complete = loop {
         if head.len() >= DETAIL_READ_LIMIT {
@@ -57,18 +56,12 @@ pub(super) async fn read_head(
             Ok(text) => text,
             Err(invalid) => String::from_utf8_lossy(invalid.as_bytes()).into_owned(),
         };
-        // The text itself when nothing in it was concealed: no copy.
-        let concealed = match concealer.conceal(&text) {
-            Cow::Borrowed(_) => None,
-            Cow::Owned(concealed) => Some(concealed),
-        };
-        return (concealed.unwrap_or(text), arrived);
+        return (concealer.admit(text), arrived);
     }
-    let mut released = String::with_capacity(arrived);
-    concealer
-        .stream()
-        .push(&String::from_utf8_lossy(&head), &mut released);
-    (released, arrived)
+    (
+        concealer.admit_cut(&String::from_utf8_lossy(&head)),
+        arrived,
+    )
 }
 
 /// Adds what `head` has room for of `chunk`. The head is held across every

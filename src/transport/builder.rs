@@ -15,7 +15,7 @@ use std::time::Duration;
 use reqwest::{Client, Proxy, redirect};
 use secrecy::SecretString;
 
-use super::handle::{HttpTransport, Inner, Shown};
+use super::handle::{HttpTransport, Inner, Named};
 use super::headers::{header_map, shown_name};
 use super::{DEFAULT_DEADLINE, DEFAULT_MAX_ANSWER_BYTES, USER_AGENT};
 
@@ -27,6 +27,7 @@ const DEFAULT_IDLE: Duration = Duration::from_secs(30);
 
 /// A stream's deadline when none is set.
 const DEFAULT_STREAM_DEADLINE: Duration = Duration::from_secs(600);
+use crate::conceal::{Shown, Unshown, shown};
 use crate::config::env::Env;
 use crate::config::naming::{Naming, NamingError};
 use crate::config::{self, InCode, InCodeToken};
@@ -109,7 +110,7 @@ const PROXY_SCHEMES: [&str; 6] = ["http", "https", "socks4", "socks4a", "socks5"
 /// ```
 #[must_use]
 pub struct HttpTransportBuilder {
-    scope: String,
+    scope: Unshown,
     naming: Naming,
     env: Option<Env>,
     address: Option<String>,
@@ -150,14 +151,14 @@ impl fmt::Debug for HttpTransportBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let env = self.env.clone().unwrap_or_else(Env::from_process);
         let concealer = config::concealer_for(self.token.as_ref(), &env);
-        let names: Vec<String> = self
+        let names: Vec<Shown> = self
             .headers
             .iter()
             .map(|(name, _)| shown_name(name, &concealer))
             .collect();
         let mut debug = f.debug_struct("HttpTransportBuilder");
         debug
-            .field("scope", &concealer.conceal(&self.scope))
+            .field("scope", &concealer.show_all(&self.scope))
             .field("naming", &self.naming)
             .field("env", &self.env)
             .field(
@@ -172,10 +173,11 @@ impl fmt::Debug for HttpTransportBuilder {
             .field(
                 "token",
                 &self.token.as_ref().map(|token| match token {
-                    InCodeToken::Value(_) => "given in code".to_owned(),
-                    InCodeToken::File(path) => {
-                        format!("in the file {} given in code", path.display())
-                    }
+                    InCodeToken::Value(_) => Shown::from("given in code"),
+                    InCodeToken::File(path) => shown!(
+                        "in the file {} given in code",
+                        concealer.show_all(&path.display().to_string())
+                    ),
                 }),
             )
             .field("headers", &names)
@@ -385,9 +387,11 @@ impl HttpTransportBuilder {
     /// address, no usable token, a forbidden address) still builds:
     /// [`HttpTransport::refusal`] holds the refusal every send returns.
     pub fn build(self) -> Result<HttpTransport, BuildError> {
-        if crate::config::naming::fold_scope(&self.scope).is_empty() {
+        if crate::config::naming::fold_scope(self.scope.unshown()).is_empty() {
+            let env = self.env.clone().unwrap_or_else(Env::from_process);
+            let concealer = config::concealer_for(self.token.as_ref(), &env);
             return Err(BuildError::Scope(NamingError::EmptyScope {
-                scope: crate::text::bound(&self.scope, 64).to_owned(),
+                scope: concealer.show(&self.scope, 64).into_string(),
             }));
         }
         if self.deadline.is_zero() {
@@ -420,7 +424,8 @@ impl HttpTransportBuilder {
                         self.token.as_ref(),
                         self.env.as_ref().unwrap_or(&Env::from_process()),
                     ),
-                ),
+                )
+                .into_string(),
             };
             let parsed = url::Url::parse(proxy.trim()).map_err(|_| refused())?;
             // An `@` past the authority means a password with a `/`, `?`
@@ -450,21 +455,24 @@ impl HttpTransportBuilder {
         };
         let settled = config::settle(
             &self.naming,
-            &self.scope,
+            self.scope.unshown(),
             &env,
             in_code,
             self.allow_plaintext,
         );
         let headers = header_map(&self.headers, &settled.concealer)
-            .map_err(|problem| BuildError::Header(problem.describe()))?;
+            .map_err(|problem| BuildError::Header(problem.describe().into_string()))?;
         let host = settled
             .target
             .as_ref()
             .map(|target| target.site.host())
             .unwrap_or_default();
-        let fleet =
-            self.shared_hold
-                .open(&self.scope, &host, self.scout_every, &settled.concealer)?;
+        let fleet = self.shared_hold.open(
+            self.scope.unshown(),
+            &host,
+            self.scout_every,
+            &settled.concealer,
+        )?;
         let limits = Limits::new(
             self.respect_limits,
             self.latch,
@@ -472,8 +480,8 @@ impl HttpTransportBuilder {
             self.scout_every,
             fleet,
         );
-        let shown = Shown {
-            scope: settled.concealer.conceal(&self.scope).into_owned(),
+        let named = Named {
+            scope: settled.concealer.show_all(&self.scope),
             engine: host,
         };
         Ok(HttpTransport {
@@ -487,7 +495,7 @@ impl HttpTransportBuilder {
                 retries: self.retries,
                 limits,
                 meter: Meter::default(),
-                shown,
+                named,
                 deadline: self.deadline,
                 max_answer_bytes: self.max_answer_bytes,
                 idle: self.idle,
@@ -501,7 +509,7 @@ impl HttpTransport {
     /// A builder for the predictor named `scope`.
     pub fn builder(scope: impl Into<String>) -> HttpTransportBuilder {
         HttpTransportBuilder {
-            scope: scope.into(),
+            scope: Unshown::new(scope),
             naming: Naming::default(),
             env: None,
             address: None,

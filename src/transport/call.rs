@@ -17,6 +17,7 @@ use super::handle::HttpTransport;
 use super::headers::{IdempotencyKey, header_map, shown_name};
 use super::run::{Options, StreamTimers};
 use crate::answer::Answer;
+use crate::conceal::Shown;
 use crate::refusal::Refusal;
 use crate::refusal::failure::Failure;
 use crate::request::Request;
@@ -38,7 +39,7 @@ pub struct Call {
 impl fmt::Debug for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let concealer = self.transport.concealer();
-        let names: Vec<String> = self
+        let names: Vec<Shown> = self
             .request
             .headers()
             .iter()
@@ -103,7 +104,7 @@ impl HttpTransport {
             return Err(self.refuse_unsent(Failure::Unserializable(category)));
         }
         let concealer = self.concealer();
-        let unsendable = |why: String| self.refuse_unsent(Failure::Unsendable(why));
+        let unsendable = |why: Shown| self.refuse_unsent(Failure::Unsendable(why));
         let extra = header_map(request.headers(), concealer)
             .map_err(|problem| unsendable(problem.describe()))?;
         let key = match request.get_idempotency_key() {
@@ -115,15 +116,14 @@ impl HttpTransport {
         };
         let zero = |duration: Option<Duration>| duration.is_some_and(|duration| duration.is_zero());
         if zero(request.get_deadline()) {
-            return Err(unsendable(
-                "the call's deadline is zero, which no engine can meet".to_owned(),
-            ));
+            return Err(unsendable(Shown::from(
+                "the call's deadline is zero, which no engine can meet",
+            )));
         }
         if zero(request.get_idle_timeout()) || zero(request.get_stream_deadline()) {
-            return Err(unsendable(
-                "the call's idle timer or stream deadline is zero, which no stream can meet"
-                    .to_owned(),
-            ));
+            return Err(unsendable(Shown::from(
+                "the call's idle timer or stream deadline is zero, which no stream can meet",
+            )));
         }
         Ok(Options {
             extra,

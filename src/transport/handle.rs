@@ -14,11 +14,12 @@ use reqwest::header::{HeaderMap, HeaderName};
 use serde::Serialize;
 
 use crate::answer::Answer;
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown};
 use crate::config::Target;
 use crate::limits::Limits;
 use crate::meter::{Meter, MeterSnapshot};
 use crate::refusal::Refusal;
+use crate::refusal::render::origin::{address_origin, token_origin};
 use crate::request::Request;
 use crate::retry::RetryPolicy;
 use crate::stream::AnswerStream;
@@ -56,7 +57,7 @@ pub(super) struct Inner {
     pub(super) retries: RetryPolicy,
     pub(super) limits: Limits<Refusal>,
     pub(super) meter: Meter,
-    pub(super) shown: Shown,
+    pub(super) named: Named,
     pub(super) deadline: Duration,
     pub(super) max_answer_bytes: u64,
     /// A stream's idle timer and deadline, unless a call sets its own.
@@ -66,20 +67,20 @@ pub(super) struct Inner {
 
 /// The scope and the engine's host as every span and `Debug` shows them,
 /// concealed once, when the transport is built.
-pub(super) struct Shown {
-    pub(super) scope: String,
-    pub(super) engine: String,
+pub(super) struct Named {
+    pub(super) scope: Shown,
+    pub(super) engine: Shown,
 }
 
 impl fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("HttpTransport");
-        debug.field("scope", &self.inner.shown.scope);
+        debug.field("scope", &self.inner.named.scope);
         match &self.inner.target {
             Ok(target) => debug
                 .field("address", &target.site.shown_address())
-                .field("address_origin", target.site.address().origin())
-                .field("token_origin", target.site.token()),
+                .field("address_origin", &address_origin(&target.site).provenance())
+                .field("token_origin", &token_origin(&target.site).provenance()),
             Err(refusal) => debug.field("refusal", &refusal.cause()),
         };
         let names: Vec<&str> = self.inner.headers.keys().map(HeaderName::as_str).collect();

@@ -10,7 +10,7 @@
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown, shown};
 
 /// Names a caller may not set with `header()`: the credential and framing
 /// headers the transport owns, and the idempotency key, which has a method
@@ -36,14 +36,14 @@ const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 /// header (concealed), never its value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct HeaderProblem {
-    pub(crate) name: String,
+    pub(crate) name: Shown,
     pub(crate) why: &'static str,
 }
 
 impl HeaderProblem {
     /// `the header "x-trace" holds a secret …`.
-    pub(crate) fn describe(&self) -> String {
-        format!("the header {:?} {}", self.name, self.why)
+    pub(crate) fn describe(&self) -> Shown {
+        shown!("the header {} {}", self.name.quoted(), self.why)
     }
 }
 
@@ -63,8 +63,8 @@ pub(crate) fn header_map(
 
 /// A header name as `Debug` and refusals show it: concealed, tamed and
 /// bounded, since a caller may have built it from a secret.
-pub(crate) fn shown_name(name: &str, concealer: &Concealer) -> String {
-    crate::text::bound(&crate::text::tame(&concealer.conceal(name)), 64).to_owned()
+pub(crate) fn shown_name(name: &str, concealer: &Concealer) -> Shown {
+    concealer.show_tamed(name, 64)
 }
 
 /// Checks one caller header: a token name, a header-safe value, not one the
@@ -85,13 +85,13 @@ pub(crate) fn check_header(
             "is one the transport sets itself (authorization, cookie, host, framing, idempotency-key): use the transport's own option for it",
         ));
     }
-    if concealer.conceal(name) != name {
+    if concealer.finds(name) {
         return Err(problem("names a secret"));
     }
     let header_value = HeaderValue::from_str(value).map_err(|_| {
         problem("has a value that is not header-safe (visible ASCII, spaces and tabs only, no line breaks)")
     })?;
-    if concealer.conceal(value) != value {
+    if concealer.finds(value) {
         return Err(problem(
             "has a value in which the concealer finds a secret (the token or a credential variable's value); secrets go only in the token",
         ));
@@ -100,12 +100,13 @@ pub(crate) fn check_header(
 }
 
 /// One send's idempotency key: the key as refusals and spans name it (it is
-/// not a secret), and the header that carries it, written as the IETF
-/// draft's quoted string (`Idempotency-Key: "order-7"`). Every attempt of
-/// the send carries the same one.
+/// not a secret: the concealer finds none in it), and the header that
+/// carries it, written as the IETF draft's quoted string
+/// (`Idempotency-Key: "order-7"`). Every attempt of the send carries the
+/// same one.
 #[derive(Clone, Debug)]
 pub(crate) struct IdempotencyKey {
-    key: String,
+    key: Shown,
     value: HeaderValue,
 }
 
@@ -115,7 +116,7 @@ impl IdempotencyKey {
     /// finds a secret in.
     pub(crate) fn given(key: &str, concealer: &Concealer) -> Result<IdempotencyKey, HeaderProblem> {
         let problem = |why| HeaderProblem {
-            name: "idempotency-key".to_owned(),
+            name: Shown::from("idempotency-key"),
             why,
         };
         let safe = !key.is_empty()
@@ -127,30 +128,35 @@ impl IdempotencyKey {
                 "has a key that is empty or not visible ASCII without quotes and backslashes",
             ));
         }
-        if concealer.conceal(key) != key {
+        let Some(key) = concealer.show_unchanged(key) else {
             return Err(problem("has a key in which the concealer finds a secret"));
-        }
-        IdempotencyKey::quoted(key.to_owned())
-            .ok_or_else(|| problem("has a key that is not header-safe"))
+        };
+        IdempotencyKey::quoted(key).ok_or_else(|| problem("has a key that is not header-safe"))
     }
 
     /// A fresh random key (a UUID v4) for one send.
     pub(crate) fn fresh() -> IdempotencyKey {
-        let key = uuid::Uuid::new_v4().to_string();
+        let key = shown!("{}", uuid::Uuid::new_v4());
         // A UUID is always a header value; the fallback keeps this total.
         IdempotencyKey::quoted(key).unwrap_or_else(|| IdempotencyKey {
-            key: String::new(),
+            key: Shown::default(),
             value: HeaderValue::from_static("\"\""),
         })
     }
 
-    fn quoted(key: String) -> Option<IdempotencyKey> {
+    fn quoted(key: Shown) -> Option<IdempotencyKey> {
         let value = HeaderValue::from_str(&format!("\"{key}\"")).ok()?;
         Some(IdempotencyKey { key, value })
     }
 
     /// The key itself, unquoted.
+    #[cfg(test)]
     pub(crate) fn as_str(&self) -> &str {
+        self.key.as_str()
+    }
+
+    /// The key as refusals name it.
+    pub(crate) fn shown(&self) -> &Shown {
         &self.key
     }
 

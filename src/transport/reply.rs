@@ -16,7 +16,7 @@ use super::deadline::Deadline;
 use super::door::at_the_door;
 use super::incoming::Incoming;
 use super::short::read_text;
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown};
 use crate::limits::dialects::RateFields;
 use crate::meter::Meter;
 use crate::refusal::Refusal;
@@ -31,7 +31,7 @@ use crate::stream::Pieces;
 pub(crate) struct Received {
     pub(crate) status: u16,
     pub(crate) text: String,
-    pub(crate) request_id: Option<String>,
+    pub(crate) request_id: Option<Shown>,
     /// Its headers, as the door kept them.
     pub(crate) headers: HeaderMap,
     /// What the answer's rate-limit fields said.
@@ -60,10 +60,10 @@ impl Missed {
     }
 
     /// A few words for the list of attempts in a reason.
-    pub(crate) fn short(&self) -> String {
+    pub(crate) fn short(&self) -> Shown {
         self.refusal
             .kind()
-            .map_or_else(|| "refused".to_owned(), crate::refusal::render::short)
+            .map_or_else(|| Shown::from("refused"), crate::refusal::render::short)
     }
 }
 
@@ -71,7 +71,7 @@ impl Missed {
 /// to come, piece by piece.
 pub(crate) struct Opened {
     pub(crate) status: u16,
-    pub(crate) request_id: Option<String>,
+    pub(crate) request_id: Option<Shown>,
     /// Its `content-type`, concealed, as the door kept it.
     pub(crate) content_type: Option<String>,
     pub(crate) fields: RateFields,

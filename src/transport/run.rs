@@ -18,6 +18,7 @@ use super::post::{Head, Post, Read, Reqwest, Whole};
 use super::reply::{Missed, Reading};
 use crate::answer::Answer;
 use crate::clock::{later, millis};
+use crate::conceal::Shown;
 use crate::config::Target;
 use crate::config::token::file::TokenFile;
 use crate::limits::{Admission, Observed};
@@ -132,9 +133,9 @@ impl HttpTransport {
                             .headers
                             .get(reqwest::header::CONTENT_TYPE)
                             .and_then(|value| std::str::from_utf8(value.as_bytes()).ok()),
-                        request_id: received.request_id.as_deref(),
+                        request_id: received.request_id.as_ref(),
                     };
-                    error_in_answer(answer, &target.site, attempts, history, key.as_deref())
+                    error_in_answer(answer, &target.site, attempts, history, key.as_ref())
                 });
                 if let Some(refusal) = error {
                     self.refused(&span, &refusal, Reach::Wire, elapsed);
@@ -143,7 +144,7 @@ impl HttpTransport {
                 let answer = Answer::received(
                     received.status,
                     received.text,
-                    received.request_id,
+                    received.request_id.map(Shown::into_string),
                     received.headers,
                 )
                 .with_attempts(attempts)
@@ -305,11 +306,11 @@ impl HttpTransport {
 
     /// The `meterwire.send` span, its fields recorded as the send ends.
     fn span(&self) -> tracing::Span {
-        let shown = &self.inner.shown;
+        let named = &self.inner.named;
         tracing::info_span!(
             "meterwire.send",
-            scope = %shown.scope,
-            engine = %shown.engine,
+            scope = %named.scope,
+            engine = %named.engine,
             attempts = tracing::field::Empty,
             status = tracing::field::Empty,
             cause = tracing::field::Empty,
@@ -355,6 +356,7 @@ impl HttpTransport {
             Ok(token) => token,
             Err(problem) => {
                 let path = target.token.file().map(TokenFile::path).unwrap_or_default();
+                let path = concealer.show_all(&path);
                 let refusal = render::sent(site, Kind::TokenFile { path, problem });
                 return (Err(refusal), Reach::Unsent);
             }
@@ -381,15 +383,15 @@ impl HttpTransport {
         let key = options
             .key
             .or_else(|| policy.keys().then(IdempotencyKey::fresh));
-        let key_text = key.as_ref().map(IdempotencyKey::as_str);
+        let key_text = key.as_ref().map(IdempotencyKey::shown);
         if let Some(key) = key_text {
-            span.record("idempotency_key", key);
+            span.record("idempotency_key", key.as_str());
         }
         let extra = options.extra;
         // A token a file replaced after the engine rejected it is tried once.
         let mut rotated = false;
 
-        let mut history: Vec<String> = Vec::new();
+        let mut history: Vec<Shown> = Vec::new();
         let mut attempt = 0;
         let mut waited = false;
         // A token given once was had without a wait: the first attempt
@@ -442,7 +444,7 @@ impl HttpTransport {
                         attempts: attempt,
                         deadline,
                         history,
-                        key: key_text.map(str::to_owned),
+                        key: key_text.cloned(),
                         at: now,
                     };
                     return (Ok(got), Reach::Wire);
@@ -568,8 +570,8 @@ pub(crate) struct Got<T> {
     got: T,
     attempts: u32,
     deadline: Deadline,
-    history: Vec<String>,
-    key: Option<String>,
+    history: Vec<Shown>,
+    key: Option<Shown>,
     /// When its last attempt's reply had been read.
     at: Instant,
 }

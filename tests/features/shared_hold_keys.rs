@@ -87,6 +87,31 @@ fn a_scope_that_holds_the_token_fails_the_build_unless_a_key_is_named() {
     assert!(!format!("{transport:?}").contains(TOKEN));
 }
 
+/// A URL that is not Redis's is refused quoting its scheme, concealed:
+/// a password pasted where the scheme goes is a secret like any other.
+#[test]
+fn a_url_whose_scheme_holds_a_secret_is_refused_without_showing_it() {
+    let secret = "mw-scheme-secret";
+    let error = HttpTransport::builder(SCOPE)
+        .env(env(&[
+            (ADDRESS_VAR, "https://127.0.0.1:9/v1"),
+            (TOKEN_VAR, TOKEN),
+            ("REDIS_PASSWORD", secret),
+        ]))
+        .shared_hold(format!("{secret}://127.0.0.1:1/"))
+        .build()
+        .expect_err("not a Redis URL");
+    let BuildError::SharedHold(message) = &error else {
+        panic!("not a shared hold error: {error:?}");
+    };
+    assert!(
+        message.contains("give a redis:// or rediss:// URL"),
+        "{message}"
+    );
+    assert!(!message.contains(secret), "{message}");
+    assert!(message.contains("[redacted]://"), "{message}");
+}
+
 #[test]
 fn a_key_or_scope_with_no_secret_builds() {
     with_hold(SCOPE, NOWHERE)

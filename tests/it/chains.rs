@@ -384,6 +384,26 @@ fn a_scope_with_no_letter_or_digit_cannot_build_a_transport() {
     assert!(built.is_err());
 }
 
+/// The error quotes the scope concealed: a scope of punctuation alone can
+/// still be a credential of the environment.
+#[test]
+fn a_scope_with_no_letter_or_digit_is_quoted_concealed() {
+    let secret = "!!-~~-^^-**";
+    let error = HttpTransport::builder(secret)
+        .env(Env::from_pairs([
+            ("CHANT_BEHAVIOUR_ENGINE", "http://127.0.0.1:9/"),
+            ("CHANT_BEHAVIOUR_TOKEN", TOKEN),
+            ("DEPLOY_PASSWORD", secret),
+        ]))
+        .build()
+        .expect_err("a scope with no letter or digit");
+    assert!(matches!(error, BuildError::Scope(_)), "{error:?}");
+    for shown in [error.to_string(), format!("{error:?}")] {
+        assert!(!shown.contains(secret), "{shown}");
+        assert!(shown.contains("[redacted]"), "{shown}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The chains never cross.
 

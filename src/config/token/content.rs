@@ -4,6 +4,7 @@
 //! (`file.rs`) alike.
 
 use super::Token;
+use crate::conceal::{Shown, shown};
 use crate::config::origin::Origin;
 
 /// The largest file read as a token: a bearer token is a few hundred
@@ -38,30 +39,29 @@ pub(crate) enum FileProblem {
 
 impl FileProblem {
     /// `is missing`, `holds a line break`, …
-    pub(crate) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> Shown {
         match self {
-            FileProblem::Missing => "does not exist".to_owned(),
-            FileProblem::Unreadable => "cannot be read (check its permissions)".to_owned(),
-            FileProblem::NotAFile => {
-                "is not a regular file (a directory, a pipe or a device), so it holds no token"
-                    .to_owned()
-            }
-            FileProblem::Empty => "is empty".to_owned(),
+            FileProblem::Missing => Shown::from("does not exist"),
+            FileProblem::Unreadable => Shown::from("cannot be read (check its permissions)"),
+            FileProblem::NotAFile => Shown::from(
+                "is not a regular file (a directory, a pipe or a device), so it holds no token",
+            ),
+            FileProblem::Empty => Shown::from("is empty"),
             FileProblem::TooLarge => {
-                format!("is larger than {MAX_FILE_BYTES} bytes, so it holds no token")
+                shown!("is larger than {MAX_FILE_BYTES} bytes, so it holds no token")
             }
-            FileProblem::NotText => "is not UTF-8 text".to_owned(),
+            FileProblem::NotText => Shown::from("is not UTF-8 text"),
             FileProblem::NotAHeaderValue(problem) => {
-                format!("{problem}, so it cannot be sent as a header value")
+                shown!("{}, so it cannot be sent as a header value", *problem)
             }
-            FileProblem::Changing => "was still being written (it changed while it was read), \
+            FileProblem::Changing => Shown::from(
+                "was still being written (it changed while it was read), \
                  so what it held is not yet a token; write it to another file and rename that \
-                 over it"
-                .to_owned(),
-            FileProblem::TooSlow => {
-                "could not be read within the send's deadline (is its file system responding?)"
-                    .to_owned()
-            }
+                 over it",
+            ),
+            FileProblem::TooSlow => Shown::from(
+                "could not be read within the send's deadline (is its file system responding?)",
+            ),
         }
     }
 }

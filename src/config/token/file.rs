@@ -246,7 +246,7 @@ impl Shared {
             Err(problem) => {
                 let mut state = self.lock();
                 tracing::warn!(
-                    path = %path.display(),
+                    path = %concealer.show_all(&path.display().to_string()),
                     problem = %problem.describe(),
                     kept = state.current.is_some(),
                     "the token file could not be read; the last good token (if any) is kept"

@@ -337,7 +337,7 @@ impl SharedHold {
             self.redis,
             crate::clock::millis(self.wait)
         );
-        let said = self.concealer.conceal(&said);
+        let said = self.concealer.show_all(&said);
         tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");
     }
 }

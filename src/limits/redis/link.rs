@@ -204,7 +204,7 @@ impl SharedHold {
                     self.fault_phrase(fault),
                     FIRST_BACKOFF.as_secs()
                 );
-                let said = self.concealer.conceal(&said);
+                let said = self.concealer.show_all(&said);
                 tracing::warn!(redis = %self.redis, key = %self.shown_key, "{said}");
             }
             Some(ref mut down) if permit.retry => {

@@ -136,7 +136,7 @@ use self::ask::{Act, Ask};
 use self::link::{Link, describe};
 use self::record::{Fault, MAX_PX, MAX_VALUE, read_extend};
 use crate::clock::later;
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown};
 use crate::limits::budget::Remaining;
 use crate::limits::fleet::{Checked, Exchange, Fleet, LATE, Record};
 
@@ -169,17 +169,17 @@ pub(crate) struct SharedHold {
     wait: Duration,
     /// Redis's host and port as logs name it, concealed: never the
     /// password.
-    redis: String,
+    redis: Shown,
     /// The key as logs name it, concealed (a name the caller gave could
     /// hold anything).
-    shown_key: String,
+    shown_key: Shown,
     /// The transport's concealer, which every log line passes through.
     concealer: Concealer,
     /// The fleet's budget's key, and as logs name it.
     budget_key: String,
     /// The ask's script, its constants set.
     script: String,
-    shown_budget_key: String,
+    shown_budget_key: Shown,
     /// The key of the lease the fleet's scout takes.
     scout_key: String,
     link: Arc<Mutex<Link>>,
@@ -259,9 +259,9 @@ impl SharedHold {
         let (budget_key, scout_key) = (beside("budget"), beside("scout"));
         Ok(SharedHold {
             client,
-            shown_key: concealer.conceal(&key).into_owned(),
-            shown_budget_key: concealer.conceal(&budget_key).into_owned(),
-            redis: concealer.conceal(&redis).into_owned(),
+            shown_key: concealer.show_all(&key),
+            shown_budget_key: concealer.show_all(&budget_key),
+            redis: concealer.show_all(&redis),
             concealer,
             key,
             budget_key,

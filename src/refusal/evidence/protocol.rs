@@ -21,6 +21,8 @@
 
 use reqwest::header::HeaderMap;
 
+use crate::conceal::{Concealer, Shown};
+
 /// The header an x402 (version 2) engine asks for its payment in.
 const PAYMENT_REQUIRED: &str = "payment-required";
 
@@ -51,20 +53,26 @@ pub(crate) enum Relay {
     /// a secret in one is a form the concealer may not know.
     Headers,
     /// Words naming the upstream's exception (`OpenAIException`).
-    Exception(String),
+    Exception(Shown),
 }
 
 /// Whether an answer is a gateway's relay of its upstream's: a header
 /// with LiteLLM's prefix, or the engine's words (concealed) naming an
-/// upstream exception as LiteLLM does.
-pub(crate) fn relayed(headers: &HeaderMap, words: Option<&str>) -> Option<Relay> {
+/// upstream exception as LiteLLM does, the name shown by `concealer`.
+pub(crate) fn relayed(
+    headers: &HeaderMap,
+    words: Option<&str>,
+    concealer: &Concealer,
+) -> Option<Relay> {
     if headers
         .keys()
         .any(|name| name.as_str().starts_with(RELAYED_PREFIX))
     {
         return Some(Relay::Headers);
     }
-    words.and_then(exception).map(Relay::Exception)
+    words
+        .and_then(exception)
+        .map(|name| Relay::Exception(concealer.show_all(&name)))
 }
 
 /// The name of the first `…Exception - ` in `words`: a run of letters,
@@ -107,18 +115,23 @@ mod tests {
     #[test]
     fn a_relay_is_marked_by_a_prefixed_header_or_an_upstream_exception() {
         let headers = header_map(&[("llm_provider-x-request-id", "req-1")]);
-        assert_eq!(relayed(&headers, None), Some(Relay::Headers));
+        let concealer = Concealer::new([]);
+        assert_eq!(relayed(&headers, None, &concealer), Some(Relay::Headers));
         let words = "litellm.AuthenticationError: AuthenticationError: OpenAIException - Incorrect API key provided";
         assert_eq!(
-            relayed(&HeaderMap::new(), Some(words)),
-            Some(Relay::Exception("OpenAIException".to_owned()))
+            relayed(&HeaderMap::new(), Some(words), &concealer),
+            Some(Relay::Exception(Shown::from("OpenAIException")))
         );
         for words in [
             "Authentication Error, Invalid proxy server token passed.",
             "Exception - with no name",
             "",
         ] {
-            assert_eq!(relayed(&HeaderMap::new(), Some(words)), None, "{words}");
+            assert_eq!(
+                relayed(&HeaderMap::new(), Some(words), &concealer),
+                None,
+                "{words}"
+            );
         }
     }
 }

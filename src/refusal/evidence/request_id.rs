@@ -2,8 +2,7 @@
 
 use reqwest::header::HeaderMap;
 
-use super::words::engine_value;
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown};
 
 /// The headers an engine's request id arrives in, most common first.
 pub(crate) const REQUEST_ID_HEADERS: [&str; 5] = [
@@ -47,9 +46,9 @@ pub(crate) fn request_id(headers: &HeaderMap) -> Option<&[u8]> {
 /// The first request id the engine sent, scrubbed and bounded as answers
 /// and refusals keep it; `None` when it sent none, or one that scrubs to
 /// nothing.
-pub(crate) fn shown_request_id(headers: &HeaderMap, concealer: &Concealer) -> Option<String> {
+pub(crate) fn shown_request_id(headers: &HeaderMap, concealer: &Concealer) -> Option<Shown> {
     request_id(headers)
-        .map(|id| engine_value(id, concealer, REQUEST_ID_LIMIT))
+        .map(|id| concealer.show_engine(id, REQUEST_ID_LIMIT))
         .filter(|id| !id.is_empty())
 }
 

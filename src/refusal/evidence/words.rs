@@ -12,9 +12,8 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::conceal::Concealer;
 use crate::conceal::escapes::decode_char_refs;
-use crate::text::{bound_whole, tame};
+use crate::conceal::{Concealer, Shown};
 
 /// How much of an error body is ever read: enough for any error message,
 /// far less than a page that should never have been sent.
@@ -23,34 +22,15 @@ pub(crate) const DETAIL_READ_LIMIT: usize = 64 * 1024;
 /// How many characters of the engine's words a reason quotes.
 pub(crate) const WORDS_LIMIT: usize = 200;
 
-/// The line an error body's reader should see, scrubbed and bounded; `None`
-/// when the body says nothing. `text` is the head of the body, already
-/// concealed.
-pub(crate) fn engine_words(text: &str, concealer: &Concealer) -> Option<String> {
+/// The line an error body's reader should see, shown (scrubbed and
+/// bounded, `Concealer::show_engine`); `None` when the body says nothing.
+/// `text` is the head of the body, already concealed.
+pub(crate) fn engine_words(text: &str, concealer: &Concealer) -> Option<Shown> {
     let line = json_message(text)
         .or_else(|| html_text(text))
         .unwrap_or_else(|| first_line(text).to_owned());
-    let words = engine_value(line.as_bytes(), concealer, WORDS_LIMIT);
+    let words = concealer.show_engine(line.as_bytes(), WORDS_LIMIT);
     (!words.is_empty()).then_some(words)
-}
-
-/// Scrubs and bounds one short piece of engine text that is not a body: a
-/// header value echoed in a reason.
-///
-/// Scrubbed before anything reshapes it (a line break JSON decoded is one
-/// of a token's forms, which a space in its place would hide), and again
-/// once control characters are tamed into spaces, for any shape that made.
-pub(crate) fn engine_value(value: &[u8], concealer: &Concealer, limit: usize) -> String {
-    let text = String::from_utf8_lossy(value);
-    let scrubbed = concealer.scrub(&text);
-    let tamed = tame(&scrubbed);
-    let scrubbed = concealer.scrub(&tamed);
-    let kept = bound_whole(scrubbed.trim(), limit).trim_end();
-    // Most values (a request id) are kept whole: no copy is made of them.
-    if kept.len() == scrubbed.len() {
-        return scrubbed;
-    }
-    kept.to_owned()
 }
 
 fn first_line(text: &str) -> &str {
@@ -327,8 +307,8 @@ pub(crate) fn speaks_x402(body_text: &str) -> bool {
 /// from it: a problem type is a URI, whose last segment is the code (the
 /// rest would be scrubbed to a host, and the code lost), scrubbed and
 /// bounded.
-pub(crate) fn engine_code(code: &str, concealer: &Concealer) -> String {
-    engine_value(last_segment(code).as_bytes(), concealer, CODE_LIMIT)
+pub(crate) fn engine_code(code: &str, concealer: &Concealer) -> Shown {
+    concealer.show_engine(last_segment(code).as_bytes(), CODE_LIMIT)
 }
 
 /// A code as it is compared: a problem type's URI by its last segment.
@@ -344,27 +324,11 @@ const CODE_LIMIT: usize = 100;
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_value_is_concealed_before_its_line_breaks_are_tamed() {
-        // A token hard-wrapped by one line break (as a JSON string decodes
-        // it) is one of its forms; a space in the break's place is none.
-        let token = "mw-words-Q7vX2kP9zR4tL8wN";
-        let concealer = Concealer::new([token]);
-        let (first, second) = token.split_at(12);
-        let value = engine_value(
-            format!("key {first}\n{second} refused").as_bytes(),
-            &concealer,
-            200,
-        );
-        assert!(!value.contains(first) && !value.contains(second), "{value}");
-        assert!(value.contains("[redacted]"), "{value}");
-    }
-
     use super::*;
 
     /// What `engine_words` makes of `body`, with no secret to conceal.
     fn words(body: &str) -> Option<String> {
-        engine_words(body, &Concealer::new([]))
+        engine_words(body, &Concealer::new([])).map(Shown::into_string)
     }
 
     #[test]

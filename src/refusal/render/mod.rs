@@ -6,9 +6,10 @@
 //! going to, so every reason names the same things the same way and a
 //! remedy reworded is one file changed: [`reason`] says what happened,
 //! [`remedy`] what to do about it, [`origin`] how either names where a
-//! value came from. Each refusal is sealed as it leaves: every string
-//! concealed once more, then bounded, so no bound can cut a token the
-//! concealer has not seen.
+//! value came from. Every word is written with `shown!`, from the crate's
+//! own words and what the concealer has shown (`conceal/shown.rs`), and
+//! each refusal is sealed as it leaves: every string concealed once more,
+//! then bounded, so no bound can cut a token the concealer has not seen.
 
 pub(crate) mod origin;
 mod reason;
@@ -18,11 +19,10 @@ use std::time::{Duration, SystemTime};
 
 use super::kind::Kind;
 use super::{Cause, Refusal};
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown, Unshown, shown};
 use crate::config::Unsent;
 use crate::config::naming::Naming;
 use crate::config::site::Site;
-use crate::text::bound_whole;
 
 /// Every reason stays under this many characters, whatever the engine sends.
 pub(crate) const REASON_LIMIT: usize = 999;
@@ -31,13 +31,16 @@ const SCOPE_LIMIT: usize = 64;
 
 /// The refusal of a send to `site`.
 pub(crate) fn sent(site: &Site, kind: Kind) -> Refusal {
-    let reason = format!(
+    let reason = shown!(
         "{}: {}",
         scope_phrase(site.scope(), site.concealer()),
         reason::at_site(site, &kind)
     );
     let (remedy, source) = remedy::remedy(site, &kind);
-    let refusal = fields(Refusal::new(kind.cause(), reason, remedy, source), &kind);
+    let refusal = fields(
+        Refusal::written(kind.cause(), reason, remedy, source),
+        &kind,
+    );
     seal(
         site.concealer(),
         refusal.with_engine(site.host()).with_kind(kind),
@@ -51,20 +54,20 @@ pub(crate) fn sent(site: &Site, kind: Kind) -> Refusal {
 pub(crate) fn after_attempts(
     site: &Site,
     refusal: Refusal,
-    history: &[String],
-    key: Option<&str>,
+    history: &[Shown],
+    key: Option<&Shown>,
 ) -> Refusal {
     let mut said = Vec::new();
     if history.len() > 1 {
-        said.push(format!(
+        said.push(shown!(
             "after {} attempts ({})",
             history.len(),
-            history.join(", ")
+            Shown::join(history, ", ")
         ));
     }
     let refusal = match key {
         Some(key) => {
-            said.push(format!("with idempotency key \"{key}\""));
+            said.push(shown!("with idempotency key \"{}\"", key));
             refusal.with_idempotency_key(key)
         }
         None => refusal,
@@ -75,10 +78,10 @@ pub(crate) fn after_attempts(
     if said.is_empty() {
         return refusal;
     }
-    let reason = format!(
+    let reason = shown!(
         "{}: {}: {}",
         scope_phrase(site.scope(), site.concealer()),
-        said.join(", "),
+        Shown::join(&said, ", "),
         reason::at_site(site, kind)
     );
     seal(site.concealer(), refusal.with_reason(reason))
@@ -86,7 +89,7 @@ pub(crate) fn after_attempts(
 
 /// The refusal of a stream a fake scripted, which names no engine.
 pub(crate) fn scripted(kind: Kind) -> Refusal {
-    let refusal = Refusal::new(
+    let refusal = Refusal::written(
         kind.cause(),
         reason::scripted(&kind),
         remedy::scripted(),
@@ -117,7 +120,7 @@ pub(crate) fn latched(site: &Site, original: &Refusal, at: SystemTime, left: Dur
 pub(crate) fn unsent(
     unsent: Box<Unsent>,
     naming: &Naming,
-    scope: &str,
+    scope: &Unshown,
     concealer: &Concealer,
 ) -> Refusal {
     let (reason, host) = reason::unsent(&unsent, naming, scope, concealer);
@@ -126,7 +129,7 @@ pub(crate) fn unsent(
         unsent,
         naming: Box::new(naming.clone()),
     };
-    let refusal = Refusal::new(kind.cause(), reason, remedy, source);
+    let refusal = Refusal::written(kind.cause(), reason, remedy, source);
     let refusal = match host {
         Some(host) => refusal.with_engine(host),
         None => refusal,
@@ -137,7 +140,7 @@ pub(crate) fn unsent(
 /// The refusal of a body that could not be serialized, for a transport
 /// that has no address to name: the default `Transport::execute`.
 pub(crate) fn unaddressed_unserializable(category: &'static str) -> Refusal {
-    Refusal::new(
+    Refusal::written(
         Cause::EngineUnreachable,
         reason::unaddressed_unserializable(category),
         remedy::unaddressed_unserializable(),
@@ -147,7 +150,7 @@ pub(crate) fn unaddressed_unserializable(category: &'static str) -> Refusal {
 
 /// A few words for the list of attempts in a reason: `HTTP 503`,
 /// `connection reset`.
-pub(crate) fn short(kind: &Kind) -> String {
+pub(crate) fn short(kind: &Kind) -> Shown {
     reason::short(kind)
 }
 
@@ -162,24 +165,20 @@ fn fields(refusal: Refusal, kind: &Kind) -> Refusal {
         None => refusal,
     };
     match kind.request_id() {
-        Some(id) => refusal.with_request_id(id),
+        Some(id) => refusal.with_shown_request_id(id.clone()),
         None => refusal,
     }
 }
 
-/// The last pass over a refusal: conceal every string once more, then
-/// bound it, so no bound can cut a token the concealer has not seen.
+/// The last pass over a refusal: every string sealed (`Shown::seal`).
 pub(crate) fn seal(concealer: &Concealer, refusal: Refusal) -> Refusal {
-    refusal.map_text(|text| bound_whole(&concealer.conceal(text), REASON_LIMIT).to_owned())
+    refusal.map_text(|text| text.seal(concealer, REASON_LIMIT))
 }
 
 /// `scope "acme"`: concealed, then bounded (a caller may build a scope from
 /// a secret, and a cut inside it would leave a part no concealer knows).
-pub(crate) fn scope_phrase(scope: &str, concealer: &Concealer) -> String {
-    format!(
-        "scope {:?}",
-        bound_whole(&concealer.conceal(scope), SCOPE_LIMIT)
-    )
+pub(crate) fn scope_phrase(scope: &Unshown, concealer: &Concealer) -> Shown {
+    shown!("scope {}", concealer.show(scope, SCOPE_LIMIT).quoted())
 }
 
 #[cfg(test)]
@@ -191,7 +190,7 @@ mod tests {
         let token = "mw-site-Q7vX2kP9zR4tL8wN";
         let concealer = Concealer::new([token]);
         // The cut at 64 characters would fall inside the token.
-        let scope = format!("{}{token}", "s".repeat(50));
+        let scope = Unshown::new(format!("{}{token}", "s".repeat(50)));
         let phrase = scope_phrase(&scope, &concealer);
         assert!(!phrase.contains(&token[..8]), "{phrase}");
         assert!(phrase.contains("[redacted]"), "{phrase}");

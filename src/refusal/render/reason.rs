@@ -7,10 +7,9 @@
 //! protocol that named a better one. The crate's own words come first, so
 //! no bound ever cuts them.
 
-use super::origin::OriginWords;
+use super::origin::{OriginWords, address_origin, token_origin};
 use super::scope_phrase;
-use crate::clock::http_date;
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown, Unshown, shown};
 use crate::config::Unsent;
 use crate::config::address::{Address, AddressError};
 use crate::config::naming::Naming;
@@ -20,117 +19,135 @@ use crate::refusal::evidence::dialect::Names;
 use crate::refusal::evidence::protocol::Relay;
 use crate::refusal::kind::{Answered, Failure, ProxyFailure};
 use crate::refusal::kind::{By, Kind, Said, StreamError, Timer};
-use crate::text::seconds_phrase;
+
+/// How much of a scheme a reason quotes: the whole of any the reason's
+/// own bound keeps.
+const SCHEME_LIMIT: usize = super::REASON_LIMIT;
 
 /// The reason of a refusal about a send to `site`, after its scope.
-pub(super) fn at_site(site: &Site, kind: &Kind) -> String {
+pub(super) fn at_site(site: &Site, kind: &Kind) -> Shown {
     let subject = subject(site);
     match kind {
         Kind::Held { hold, left } => {
             let window = match hold.ceiling {
-                Some(ceiling) => format!(
+                Some(ceiling) => shown!(
                     "; that is longer than the longest hold this transport keeps, so the hold was cut to {}, of which {} is left",
-                    seconds_phrase(ceiling),
-                    seconds_phrase(*left)
+                    Shown::seconds(ceiling),
+                    Shown::seconds(*left)
                 ),
-                None => format!(", and {} of that window is left", seconds_phrase(*left)),
+                None => shown!(", and {} of that window is left", Shown::seconds(*left)),
             };
             let asked = match &hold.fleet {
-                None => "the engine asked".to_owned(),
-                Some(shared) => format!(
-                    "the engine asked another process that shares the account (as the shared hold on {shared} records it)"
+                None => Shown::from("the engine asked"),
+                Some(shared) => shown!(
+                    "the engine asked another process that shares the account (as the shared hold on {} records it)",
+                    shared
                 ),
             };
             // A hold an answer's fields started quotes the field, and is checked.
             let why = match &hold.field {
-                Some(field) => format!("{} ({field}), which a send checks once a minute", hold.why),
+                Some(field) => shown!(
+                    "{} ({}), which a send checks once a minute",
+                    hold.why,
+                    field
+                ),
                 None => hold.why.clone(),
             };
-            format!(
-                "{subject}: the send was held, not sent: at {} {asked}, by {why}, to wait {} before sending again{window}; the account billed through {} is held until then",
-                http_date(hold.asked_at),
-                seconds_phrase(hold.asked),
-                site.token().holding("the token")
+            shown!(
+                "{}: the send was held, not sent: at {} {}, by {}, to wait {} before sending again{}; the account billed through {} is held until then",
+                subject,
+                Shown::date(hold.asked_at),
+                asked,
+                why,
+                Shown::seconds(hold.asked),
+                window,
+                token_origin(site).holding("the token")
             )
         }
         Kind::Spent { spent, left } => {
             let limit = match spent.limit {
-                Some(limit) => format!(" (of a limit of {limit})"),
-                None => String::new(),
+                Some(limit) => shown!(" (of a limit of {})", limit),
+                None => Shown::default(),
             };
             let field = match &spent.field {
-                Some(field) => format!(" ({field})"),
-                None => String::new(),
+                Some(field) => shown!(" ({})", field),
+                None => Shown::default(),
             };
             let said = match &spent.fleet {
-                None => format!(
-                    "at {} the engine's answer{field} said {} {} were left{limit} until the window resets, and this transport has started {} since",
-                    http_date(spent.said_at),
+                None => shown!(
+                    "at {} the engine's answer{} said {} {} were left{} until the window resets, and this transport has started {} since",
+                    Shown::date(spent.said_at),
+                    field,
                     spent.remaining,
                     spent.what,
+                    limit,
                     spent.started
                 ),
-                Some(shared) => format!(
-                    "the processes that share the account have started every send the engine's answers{field} said was left of its {} window, as the shared budget on {shared} records it",
-                    spent.what
+                Some(shared) => shown!(
+                    "the processes that share the account have started every send the engine's answers{} said was left of its {} window, as the shared budget on {} records it",
+                    field,
+                    spent.what,
+                    shared
                 ),
             };
-            format!(
-                "{subject}: the send was held, not sent: {said}; none is left for {}, until the window resets; the account billed through {} is held until then",
-                seconds_phrase(*left),
-                site.token().holding("the token")
+            shown!(
+                "{}: the send was held, not sent: {}; none is left for {}, until the window resets; the account billed through {} is held until then",
+                subject,
+                said,
+                Shown::seconds(*left),
+                token_origin(site).holding("the token")
             )
         }
-        Kind::Latched { original, at, left } => format!(
-            "{subject}: the send was latched, not sent, for {} more: at {} the engine {}",
-            seconds_phrase(*left),
-            http_date(*at),
+        Kind::Latched { original, at, left } => shown!(
+            "{}: the send was latched, not sent, for {} more: at {} the engine {}",
+            subject,
+            Shown::seconds(*left),
+            Shown::date(*at),
             engine_did(Some(site), original)
         ),
-        Kind::TokenFile { path, problem } => format!(
-            "{subject}: the token file {path} {}, and no token was read from it before; nothing was sent",
+        Kind::TokenFile { path, problem } => shown!(
+            "{}: the token file {} {}, and no token was read from it before; nothing was sent",
+            subject,
+            path,
             problem.describe()
         ),
         // What a configuration refuses names its own subject.
         Kind::Unsent { unsent, naming } => {
             let (reason, _) = self::unsent(unsent, naming, site.scope(), site.concealer());
-            let scope = scope_phrase(site.scope(), site.concealer());
-            reason
-                .strip_prefix(&format!("{scope}: "))
-                .unwrap_or(&reason)
-                .to_owned()
+            let scope = shown!("{}: ", scope_phrase(site.scope(), site.concealer()));
+            reason.after(&scope).unwrap_or(reason)
         }
-        kind => format!("{subject} {}", engine_did(Some(site), kind)),
+        kind => shown!("{} {}", subject, engine_did(Some(site), kind)),
     }
 }
 
 /// The reason of a refusal in a stream a fake scripted.
-pub(super) fn scripted(kind: &Kind) -> String {
-    format!("the stream {}", engine_did(None, kind))
+pub(super) fn scripted(kind: &Kind) -> Shown {
+    shown!("the stream {}", engine_did(None, kind))
 }
 
 /// `engine at https://host/path (from VARIABLE)`: whom every reason about
 /// a send names, after the scope.
-fn subject(site: &Site) -> String {
-    format!(
+fn subject(site: &Site) -> Shown {
+    shown!(
         "engine at {} ({})",
         site.shown_address(),
-        site.address().origin().provenance()
+        address_origin(site).provenance()
     )
 }
 
 /// What the engine did (or what became of the send), after the subject:
 /// `answered HTTP 429: …`, `did not answer: connection refused: …`.
-fn engine_did(site: Option<&Site>, kind: &Kind) -> String {
+fn engine_did(site: Option<&Site>, kind: &Kind) -> Shown {
     match kind {
         Kind::Status(said) => answered(site, said),
         Kind::Failed { failure, answered } => {
             let (lead, what) = failed(failure, answered.as_ref());
             let proxy = match (failure, site.and_then(Site::proxy)) {
-                (Failure::Proxy(_), Some(proxy)) => format!(" (the proxy at {proxy})"),
-                _ => String::new(),
+                (Failure::Proxy(_), Some(proxy)) => shown!(" (the proxy at {})", proxy),
+                _ => Shown::default(),
             };
-            format!("{lead} {what}{proxy}")
+            shown!("{} {}{}", lead, what, proxy)
         }
         Kind::Timer { timer, answered } => timed_out(*timer, answered),
         Kind::InStream { answered, error } => in_stream(answered, error),
@@ -138,14 +155,15 @@ fn engine_did(site: Option<&Site>, kind: &Kind) -> String {
             answered,
             unfinished,
         } => undone(answered, *unfinished),
-        Kind::Unjoined { answered, why } => format!(
-            "answered HTTP {}, then streamed {} whose joined text could not be concealed: {why}",
+        Kind::Unjoined { answered, why } => shown!(
+            "answered HTTP {}, then streamed {} whose joined text could not be concealed: {}",
             answered.status,
-            answered.so_far()
+            answered.so_far(),
+            why
         ),
         Kind::Latched { original, .. } => engine_did(site, original),
         Kind::Held { .. } | Kind::Spent { .. } | Kind::TokenFile { .. } | Kind::Unsent { .. } => {
-            "was not asked".to_owned()
+            Shown::from("was not asked")
         }
     }
 }
@@ -153,47 +171,51 @@ fn engine_did(site: Option<&Site>, kind: &Kind) -> String {
 /// `answered HTTP 402: the account billed through … is out of credit`,
 /// with the evidence that decided it, the wait asked, the request id and
 /// the engine's words.
-fn answered(site: Option<&Site>, said: &Said) -> String {
+fn answered(site: Option<&Site>, said: &Said) -> Shown {
     let status = said.status;
     let holder = site.map_or_else(
-        || "the token".to_owned(),
-        |site| site.token().holding("the token"),
+        || Shown::from("the token"),
+        |site| token_origin(site).holding("the token"),
     );
     let request = match &said.request_id {
-        Some(id) => format!("; request id {id}"),
-        None => String::new(),
+        Some(id) => shown!("; request id {}", id),
+        None => Shown::default(),
     };
     let words = match &said.words {
-        Some(words) => format!("; the engine said: \"{words}\""),
-        None => String::new(),
+        Some(words) => shown!("; the engine said: \"{}\"", words),
+        None => Shown::default(),
     };
     let retry = match &said.wait {
         Some(wait) if wait.header == "retry-after" || wait.delay.is_none() => {
-            format!("; retry after {}", wait.value)
+            shown!("; retry after {}", wait.value)
         }
-        Some(wait) => format!(
+        Some(wait) => shown!(
             "; retry after {} ({}: {})",
-            wait.delay.map(seconds_phrase).unwrap_or_default(),
+            wait.delay.map(Shown::seconds).unwrap_or_default(),
             wait.header,
             wait.value
         ),
-        None => String::new(),
+        None => Shown::default(),
     };
     let evidence = match &said.by {
         By::Code { code, names } => {
-            format!(" with the code \"{code}\", which names {}", named(*names))
+            shown!(" with the code \"{}\", which names {}", code, named(*names))
         }
         By::Words { phrase, names } => {
-            format!("; the engine's words name {}: \"{phrase}\"", named(*names))
+            shown!(
+                "; the engine's words name {}: \"{}\"",
+                named(*names),
+                *phrase
+            )
         }
-        _ => String::new(),
+        _ => Shown::default(),
     };
     // A phrase quoted last is followed by a new clause, not a colon.
     let then = match &said.by {
         By::Words { .. } => ";",
         _ => ":",
     };
-    let after = format!("{request}{words}");
+    let after = shown!("{}{}", request, words);
     match (&said.by, said.cause) {
         (By::X402 { header }, _) => {
             let marked = if *header {
@@ -201,67 +223,103 @@ fn answered(site: Option<&Site>, said: &Said) -> String {
             } else {
                 "with an x402Version body"
             };
-            format!(
-                "answered HTTP {status} {marked}: the engine speaks x402 and asks for a payment with each request, which no bearer token makes, so the send is out of credit whatever the account billed through {holder} holds{after}"
+            shown!(
+                "answered HTTP {} {}: the engine speaks x402 and asks for a payment with each request, which no bearer token makes, so the send is out of credit whatever the account billed through {} holds{}",
+                status,
+                marked,
+                holder,
+                after
             )
         }
         (By::Ban, _) => {
             let (header, value, delay) = match &said.wait {
                 Some(wait) => (
                     wait.header,
-                    wait.value.as_str(),
-                    wait.delay.map(seconds_phrase).unwrap_or_default(),
+                    wait.value.clone(),
+                    wait.delay.map(Shown::seconds).unwrap_or_default(),
                 ),
-                None => ("retry-after", "", String::new()),
+                None => ("retry-after", Shown::default(), Shown::default()),
             };
-            format!(
-                "answered HTTP {status} with {header}: {value}, a ban that ends rather than a rejected token: the engine holds back this address or the account billed through {holder} for {delay}{after}"
+            shown!(
+                "answered HTTP {} with {}: {}, a ban that ends rather than a rejected token: the engine holds back this address or the account billed through {} for {}{}",
+                status,
+                header,
+                value,
+                holder,
+                delay,
+                after
             )
         }
         (By::Relayed(relay), _) => {
             let marked = match relay {
-                Relay::Headers => "its llm_provider- headers say so".to_owned(),
-                Relay::Exception(name) => format!("its words name the upstream's {name}"),
+                Relay::Headers => Shown::from("its llm_provider- headers say so"),
+                Relay::Exception(name) => shown!("its words name the upstream's {}", name),
             };
-            format!(
-                "answered HTTP {status} relayed by a gateway from its own upstream engine ({marked}): the upstream rejected the gateway's credentials, not {holder}, which the gateway accepted{after}"
+            shown!(
+                "answered HTTP {} relayed by a gateway from its own upstream engine ({}): the upstream rejected the gateway's credentials, not {}, which the gateway accepted{}",
+                status,
+                marked,
+                holder,
+                after
             )
         }
         (_, Cause::EngineOutOfCredit) => {
             let evidence = match &said.by {
-                By::Code { code, .. } => format!(
-                    " with the code \"{code}\", which names the account's credit rather than a limit window"
+                By::Code { code, .. } => shown!(
+                    " with the code \"{}\", which names the account's credit rather than a limit window",
+                    code
                 ),
                 _ => evidence,
             };
-            format!(
-                "answered HTTP {status}{evidence}{then} the account billed through {holder} is out of credit{after}"
+            shown!(
+                "answered HTTP {}{}{} the account billed through {} is out of credit{}",
+                status,
+                evidence,
+                then,
+                holder,
+                after
             )
         }
-        (_, Cause::NoEngine) => format!(
-            "answered HTTP {status}{evidence}{then} the engine rejected {holder}{}{after}",
-            diagnosis(said)
+        (_, Cause::NoEngine) => shown!(
+            "answered HTTP {}{}{} the engine rejected {}{}{}",
+            status,
+            evidence,
+            then,
+            holder,
+            diagnosis(said),
+            after
         ),
-        (_, Cause::EngineOverQuota) => format!(
-            "answered HTTP {status}{evidence}{then} the account billed through {holder} is over a quota or rate limit{retry}{after}"
+        (_, Cause::EngineOverQuota) => shown!(
+            "answered HTTP {}{}{} the account billed through {} is over a quota or rate limit{}{}",
+            status,
+            evidence,
+            then,
+            holder,
+            retry,
+            after
         ),
         (_, Cause::EngineUnreachable) => match status {
             407 => {
                 let who = match site.and_then(Site::proxy) {
-                    Some(proxy) => format!("the proxy at {proxy}"),
-                    None => "a proxy between here and the engine".to_owned(),
+                    Some(proxy) => shown!("the proxy at {}", proxy),
+                    None => Shown::from("a proxy between here and the engine"),
                 };
-                format!(
-                    "answered HTTP 407 instead of an answer: {who} asks for credentials before it passes the request on{after}"
+                shown!(
+                    "answered HTTP 407 instead of an answer: {} asks for credentials before it passes the request on{}",
+                    who,
+                    after
                 )
             }
             300..=399 => {
                 let to = match &said.location {
-                    Some(location) => format!(" to {location}"),
-                    None => String::new(),
+                    Some(location) => shown!(" to {}", location),
+                    None => Shown::default(),
                 };
-                format!(
-                    "answered HTTP {status}, a redirect{to}, instead of an answer; redirects are not followed, so the token never reaches a host the engine names{after}"
+                shown!(
+                    "answered HTTP {}, a redirect{}, instead of an answer; redirects are not followed, so the token never reaches a host the engine names{}",
+                    status,
+                    to,
+                    after
                 )
             }
             _ if evidence.is_empty() => {
@@ -278,12 +336,21 @@ fn answered(site: Option<&Site>, said: &Said) -> String {
                     500..=599 => "the engine failed while answering",
                     _ => "that is not an answer",
                 };
-                format!(
-                    "answered HTTP {status} instead of an answer: {kind}, so it did not answer the question{retry}{after}"
+                shown!(
+                    "answered HTTP {} instead of an answer: {}, so it did not answer the question{}{}",
+                    status,
+                    kind,
+                    retry,
+                    after
                 )
             }
-            _ => format!(
-                "answered HTTP {status}{evidence}{then} waiting may clear it and another token cannot, and the engine did not answer the question{retry}{after}"
+            _ => shown!(
+                "answered HTTP {}{}{} waiting may clear it and another token cannot, and the engine did not answer the question{}{}",
+                status,
+                evidence,
+                then,
+                retry,
+                after
             ),
         },
     }
@@ -301,30 +368,34 @@ fn named(names: Names) -> &'static str {
 
 /// What a `Bearer` challenge says about the rejected token, in words an
 /// operator can tell apart: expired or revoked, missing a scope, malformed.
-fn diagnosis(said: &Said) -> String {
+fn diagnosis(said: &Said) -> Shown {
     let Some(challenge) = &said.challenge else {
-        return String::new();
+        return Shown::default();
     };
-    let mut words = match challenge.error.as_deref() {
-        Some("invalid_token") => {
-            "; the engine says the token is invalid, expired or revoked (invalid_token)".to_owned()
-        }
-        Some("insufficient_scope") => match challenge.scope.as_deref() {
-            Some(scope) => format!(
-                "; the engine says the token lacks the scope \"{scope}\" (insufficient_scope)"
+    let mut words = match challenge.error.as_ref().map(Shown::as_str) {
+        Some("invalid_token") => Shown::from(
+            "; the engine says the token is invalid, expired or revoked (invalid_token)",
+        ),
+        Some("insufficient_scope") => match &challenge.scope {
+            Some(scope) => shown!(
+                "; the engine says the token lacks the scope \"{}\" (insufficient_scope)",
+                scope
             ),
-            None => {
-                "; the engine says the token lacks a scope it needs (insufficient_scope)".to_owned()
-            }
+            None => Shown::from(
+                "; the engine says the token lacks a scope it needs (insufficient_scope)",
+            ),
         },
-        Some("invalid_request") => {
-            "; the engine says the request's credentials are malformed (invalid_request)".to_owned()
-        }
-        Some(other) => format!("; the engine's challenge says error \"{other}\""),
-        None => String::new(),
+        Some("invalid_request") => Shown::from(
+            "; the engine says the request's credentials are malformed (invalid_request)",
+        ),
+        Some(_) => match &challenge.error {
+            Some(other) => shown!("; the engine's challenge says error \"{}\"", other),
+            None => Shown::default(),
+        },
+        None => Shown::default(),
     };
     if let Some(description) = &challenge.description {
-        words.push_str(&format!(": \"{description}\""));
+        words.push(shown!(": \"{}\"", description));
     }
     words
 }
@@ -332,7 +403,7 @@ fn diagnosis(said: &Said) -> String {
 /// How a failed request is told: how the engine fared (`did not answer:`,
 /// `answered, but`, `answered HTTP 200, but`, `was not asked:`), and what
 /// failed.
-fn failed(failure: &Failure, answered: Option<&Answered>) -> (String, String) {
+fn failed(failure: &Failure, answered: Option<&Answered>) -> (Shown, Shown) {
     const NO_ANSWER: &str = "did not answer:";
     const NOT_ASKED: &str = "was not asked:";
     const ANSWERED: &str = "answered, but";
@@ -340,78 +411,93 @@ fn failed(failure: &Failure, answered: Option<&Answered>) -> (String, String) {
     let (lead, what) = match failure {
         Failure::ConnectionRefused => (
             NO_ANSWER,
-            "connection refused: nothing listens at that port".to_owned(),
+            Shown::from("connection refused: nothing listens at that port"),
         ),
         Failure::HostNotFound => (
             NO_ANSWER,
-            "host not found: the name does not resolve".to_owned(),
+            Shown::from("host not found: the name does not resolve"),
         ),
-        Failure::Connect => (NO_ANSWER, "the connection could not be made".to_owned()),
-        Failure::Tls(why) => (NO_ANSWER, format!("TLS failed: {why}")),
+        Failure::Connect => (NO_ANSWER, Shown::from("the connection could not be made")),
+        Failure::Tls(why) => (NO_ANSWER, shown!("TLS failed: {}", *why)),
         Failure::ConnectionReset => (
             NO_ANSWER,
             match so_far {
-                Some(so_far) => format!(
-                    "the connection was reset after {so_far} of the answer, before it was complete"
+                Some(so_far) => shown!(
+                    "the connection was reset after {} of the answer, before it was complete",
+                    so_far
                 ),
-                None => "connection reset: it closed before the answer was complete".to_owned(),
+                None => Shown::from("connection reset: it closed before the answer was complete"),
             },
         ),
         Failure::Deadline { ms } => (
             NO_ANSWER,
             match so_far {
-                Some(so_far) => format!("its body stopped after {so_far}: no answer within {ms} ms"),
-                None => format!("no answer within {ms} ms"),
+                Some(so_far) => shown!(
+                    "its body stopped after {}: no answer within {} ms",
+                    so_far,
+                    *ms
+                ),
+                None => shown!("no answer within {} ms", *ms),
             },
         ),
         Failure::Other => (
             NO_ANSWER,
             match so_far {
-                Some(so_far) => format!("the answer stopped after {so_far}, before it was complete"),
-                None => "the request failed before an answer arrived".to_owned(),
+                Some(so_far) => shown!(
+                    "the answer stopped after {}, before it was complete",
+                    so_far
+                ),
+                None => Shown::from("the request failed before an answer arrived"),
             },
         ),
         Failure::AnswerTooLarge { cap, declared } => (
             ANSWERED,
             match declared {
-                Some(declared) => format!(
-                    "the answer declares {declared} bytes, over the cap of {cap} bytes, so it was not read"
+                Some(declared) => shown!(
+                    "the answer declares {} bytes, over the cap of {} bytes, so it was not read",
+                    *declared,
+                    *cap
                 ),
-                None => {
-                    format!("the answer is larger than the cap of {cap} bytes, so it was not kept")
-                }
+                None => shown!(
+                    "the answer is larger than the cap of {} bytes, so it was not kept",
+                    *cap
+                ),
             },
         ),
         Failure::PieceTooLarge { what, cap } => (
             ANSWERED,
-            format!(
-                "one {what} of the stream is larger than the cap of {cap} bytes, so it was not kept"
+            shown!(
+                "one {} of the stream is larger than the cap of {} bytes, so it was not kept",
+                *what,
+                *cap
             ),
         ),
         Failure::AnswerNotUtf8 => (
             ANSWERED,
             match so_far {
-                Some(so_far) => format!("the answer is not UTF-8 text ({so_far} arrived)"),
-                None => "the answer is not UTF-8 text".to_owned(),
+                Some(so_far) => shown!("the answer is not UTF-8 text ({} arrived)", so_far),
+                None => Shown::from("the answer is not UTF-8 text"),
             },
         ),
-        Failure::Proxy(how) => (NO_ANSWER, proxy_failed(*how).to_owned()),
+        Failure::Proxy(how) => (NO_ANSWER, Shown::from(proxy_failed(*how))),
         Failure::BlockingInRuntime => (
             NOT_ASKED,
-            "meterwire::blocking::HttpTransport was called from a thread of an async runtime, where waiting for the answer would stall the runtime, so nothing was sent".to_owned(),
+            Shown::from(
+                "meterwire::blocking::HttpTransport was called from a thread of an async runtime, where waiting for the answer would stall the runtime, so nothing was sent",
+            ),
         ),
         Failure::Unserializable(category) => (NOT_ASKED, unserializable(category)),
-        Failure::Unsendable(problem) => (NOT_ASKED, format!("{problem}, so nothing was sent")),
+        Failure::Unsendable(problem) => (NOT_ASKED, shown!("{}, so nothing was sent", problem)),
     };
     let lead = match answered {
-        Some(answered) => format!("answered HTTP {}, but", answered.status),
-        None => lead.to_owned(),
+        Some(answered) => shown!("answered HTTP {}, but", answered.status),
+        None => Shown::from(lead),
     };
     (lead, what)
 }
 
 /// What a failed request's failure was, for a remedy that says it.
-pub(super) fn failed_what(failure: &Failure, answered: Option<&Answered>) -> String {
+pub(super) fn failed_what(failure: &Failure, answered: Option<&Answered>) -> Shown {
     failed(failure, answered).1
 }
 
@@ -431,112 +517,128 @@ fn proxy_failed(how: ProxyFailure) -> &'static str {
 
 /// What a body that could not be serialized says: `category` is
 /// serde_json's word for what went wrong.
-fn unserializable(category: &str) -> String {
-    format!("the request body could not be serialized as JSON ({category}), so nothing was sent")
+fn unserializable(category: &'static str) -> Shown {
+    shown!(
+        "the request body could not be serialized as JSON ({}), so nothing was sent",
+        category
+    )
 }
 
 /// What a timer that ended a stream says.
-fn timed_out(timer: Timer, answered: &Answered) -> String {
+fn timed_out(timer: Timer, answered: &Answered) -> Shown {
     let so_far = answered.so_far();
     let status = answered.status;
     match timer {
-        Timer::FirstByte { ms } => format!(
-            "answered HTTP {status}, but no byte of its body arrived within the deadline of {ms} ms (no answer within {ms} ms)"
+        Timer::FirstByte { ms } => shown!(
+            "answered HTTP {}, but no byte of its body arrived within the deadline of {} ms (no answer within {} ms)",
+            status,
+            ms,
+            ms
         ),
-        Timer::Idle { ms } => format!(
-            "answered HTTP {status}, then went silent: no byte for the idle timer of {ms} ms, after {so_far}"
+        Timer::Idle { ms } => shown!(
+            "answered HTTP {}, then went silent: no byte for the idle timer of {} ms, after {}",
+            status,
+            ms,
+            so_far
         ),
-        Timer::Whole { ms } => format!(
-            "answered HTTP {status}, and the stream ran past its deadline of {ms} ms, after {so_far}"
+        Timer::Whole { ms } => shown!(
+            "answered HTTP {}, and the stream ran past its deadline of {} ms, after {}",
+            status,
+            ms,
+            so_far
         ),
     }
 }
 
 /// What an error inside a stream says: its type and code, the words that
 /// named its cause when they did, and the engine's words.
-fn in_stream(answered: &Answered, error: &StreamError) -> String {
+fn in_stream(answered: &Answered, error: &StreamError) -> Shown {
     let named = match (&error.kind, &error.code) {
         (Some(kind), Some(code)) if kind != code => {
-            format!(" of type \"{kind}\" (code \"{code}\")")
+            shown!(" of type \"{}\" (code \"{}\")", kind, code)
         }
-        (Some(kind), _) => format!(" of type \"{kind}\""),
-        (None, Some(code)) => format!(" with the code \"{code}\""),
-        (None, None) => String::new(),
+        (Some(kind), _) => shown!(" of type \"{}\"", kind),
+        (None, Some(code)) => shown!(" with the code \"{}\"", code),
+        (None, None) => Shown::default(),
     };
     let phrase = match &error.by {
         By::Words { phrase, names } => {
-            format!(" whose words name {}: \"{phrase}\"", self::named(*names))
+            shown!(" whose words name {}: \"{}\"", self::named(*names), *phrase)
         }
-        _ => String::new(),
+        _ => Shown::default(),
     };
     let said = match &error.words {
-        Some(words) => format!("; the engine said: \"{words}\""),
-        None => String::new(),
+        Some(words) => shown!("; the engine said: \"{}\"", words),
+        None => Shown::default(),
     };
-    format!(
-        "answered HTTP {}, streamed {}, then sent an error{named}{phrase}{said}",
+    shown!(
+        "answered HTTP {}, streamed {}, then sent an error{}{}{}",
         answered.status,
-        answered.so_far()
+        answered.so_far(),
+        named,
+        phrase,
+        said
     )
 }
 
 /// What a stream that ended without `[DONE]` says.
-fn undone(answered: &Answered, unfinished: Option<u64>) -> String {
+fn undone(answered: &Answered, unfinished: Option<u64>) -> Shown {
     let events = match answered.events {
-        Some(1) => "1 event".to_owned(),
-        Some(n) => format!("{n} events"),
+        Some(1) => Shown::from("1 event"),
+        Some(n) => shown!("{} events", n),
         None => answered.so_far(),
     };
     let inside = match unfinished {
-        Some(1) => ", inside an event (1 byte of it not read)".to_owned(),
-        Some(bytes) => format!(", inside an event ({bytes} bytes of it not read)"),
-        None => String::new(),
+        Some(1) => Shown::from(", inside an event (1 byte of it not read)"),
+        Some(bytes) => shown!(", inside an event ({} bytes of it not read)", bytes),
+        None => Shown::default(),
     };
-    format!(
-        "answered HTTP {}, then its stream ended without [DONE] after {events}{inside}, so the answer may be cut short",
-        answered.status
+    shown!(
+        "answered HTTP {}, then its stream ended without [DONE] after {}{}, so the answer may be cut short",
+        answered.status,
+        events,
+        inside
     )
 }
 
 /// A few words for the list of attempts in a reason.
-pub(super) fn short(kind: &Kind) -> String {
+pub(super) fn short(kind: &Kind) -> Shown {
     match kind {
-        Kind::Status(said) => format!("HTTP {}", said.status),
+        Kind::Status(said) => shown!("HTTP {}", said.status),
         Kind::Failed { failure, .. } => match failure {
-            Failure::ConnectionRefused => "connection refused".to_owned(),
-            Failure::HostNotFound => "host not found".to_owned(),
-            Failure::Connect => "no connection".to_owned(),
-            Failure::Tls(_) => "TLS failed".to_owned(),
-            Failure::ConnectionReset => "connection reset".to_owned(),
-            Failure::Deadline { ms } => format!("no answer within {ms} ms"),
-            Failure::Other => "no answer".to_owned(),
-            Failure::AnswerTooLarge { .. } => "an answer over the cap".to_owned(),
-            Failure::PieceTooLarge { .. } => "a piece over the cap".to_owned(),
-            Failure::AnswerNotUtf8 => "an answer not UTF-8".to_owned(),
-            Failure::Proxy(how) => match how {
+            Failure::ConnectionRefused => Shown::from("connection refused"),
+            Failure::HostNotFound => Shown::from("host not found"),
+            Failure::Connect => Shown::from("no connection"),
+            Failure::Tls(_) => Shown::from("TLS failed"),
+            Failure::ConnectionReset => Shown::from("connection reset"),
+            Failure::Deadline { ms } => shown!("no answer within {} ms", *ms),
+            Failure::Other => Shown::from("no answer"),
+            Failure::AnswerTooLarge { .. } => Shown::from("an answer over the cap"),
+            Failure::PieceTooLarge { .. } => Shown::from("a piece over the cap"),
+            Failure::AnswerNotUtf8 => Shown::from("an answer not UTF-8"),
+            Failure::Proxy(how) => Shown::from(match how {
                 ProxyFailure::Refused => "proxy refused",
                 ProxyFailure::NotFound => "proxy not found",
                 ProxyFailure::Unreachable => "proxy unreachable",
                 ProxyFailure::Connect => "no connection through the proxy",
                 ProxyFailure::AuthRequired => "proxy asked for credentials",
                 ProxyFailure::Tunnel => "proxy refused the tunnel",
-            }
-            .to_owned(),
+            }),
             Failure::BlockingInRuntime | Failure::Unserializable(_) | Failure::Unsendable(_) => {
-                "not sent".to_owned()
+                Shown::from("not sent")
             }
         },
         Kind::Timer { timer, .. } => match timer {
-            Timer::FirstByte { ms } => format!("no body within {ms} ms"),
-            Timer::Idle { ms } => format!("silent for {ms} ms"),
-            Timer::Whole { ms } => format!("a stream past {ms} ms"),
+            Timer::FirstByte { ms } => shown!("no body within {} ms", *ms),
+            Timer::Idle { ms } => shown!("silent for {} ms", *ms),
+            Timer::Whole { ms } => shown!("a stream past {} ms", *ms),
         },
-        Kind::InStream { .. } => "an error in the stream".to_owned(),
-        Kind::Undone { .. } => "no [DONE]".to_owned(),
-        Kind::Unjoined { .. } => "a stream whose joined text could not be concealed".to_owned(),
+        Kind::InStream { .. } => Shown::from("an error in the stream"),
+        Kind::Undone { .. } => Shown::from("no [DONE]"),
+        Kind::Unjoined { .. } => Shown::from("a stream whose joined text could not be concealed"),
         Kind::Latched { original, .. } => short(original),
         Kind::Held { .. } | Kind::Spent { .. } | Kind::TokenFile { .. } | Kind::Unsent { .. } => {
-            "not sent".to_owned()
+            Shown::from("not sent")
         }
     }
 }
@@ -546,52 +648,67 @@ pub(super) fn short(kind: &Kind) -> String {
 pub(super) fn unsent(
     unsent: &Unsent,
     naming: &Naming,
-    scope: &str,
+    scope: &Unshown,
     concealer: &Concealer,
-) -> (String, Option<String>) {
+) -> (Shown, Option<Shown>) {
     let scoped_name = scope_phrase(scope, concealer);
     // `scope "acme": engine at https://… (from …)`, with `noun` for
     // `engine at`.
-    let subject = |noun: &str, address: &Address| {
-        format!(
-            "{scoped_name}: {noun} {} ({})",
+    let subject = |noun: &'static str, address: &Address| {
+        shown!(
+            "{}: {} {} ({})",
+            scoped_name,
+            noun,
             shown_address(&address.to_string(), concealer),
-            address.origin().provenance()
+            OriginWords::new(address.origin(), concealer).provenance()
         )
     };
     let host = |address: &Address| shown_host(&address.host(), concealer);
+    let variables = |names: &[String]| {
+        let names: Vec<Shown> = names.iter().map(|name| concealer.show_all(name)).collect();
+        Shown::join(&names, ", ")
+    };
     match unsent {
         Unsent::NoAddress => (
-            format!(
-                "{scoped_name}: no engine address is set; none was given in code and every variable of the address chain is unset or blank: {}",
-                naming.address_chain(scope).variables().join(", ")
+            shown!(
+                "{}: no engine address is set; none was given in code and every variable of the address chain is unset or blank: {}",
+                scoped_name,
+                variables(naming.address_chain(scope.unshown()).variables())
             ),
             None,
         ),
         Unsent::BadAddress(error) => {
             let shown = shown_address(error.shown(), concealer);
             let what = match error {
-                AddressError::Malformed { why, .. } => format!("is not a URL ({why})"),
-                AddressError::Scheme { scheme, .. } => {
-                    format!("uses the scheme {scheme:?}; only http and https reach an engine")
+                AddressError::Malformed { why, .. } => {
+                    shown!("is not a URL ({})", concealer.show_all(why))
                 }
-                AddressError::UserInfo { .. } => "carries userinfo (user:password@), which would put a second credential on the wire next to the token".to_owned(),
+                AddressError::Scheme { scheme, .. } => shown!(
+                    "uses the scheme {}; only http and https reach an engine",
+                    concealer.show(scheme, SCHEME_LIMIT).quoted()
+                ),
+                AddressError::UserInfo { .. } => Shown::from(
+                    "carries userinfo (user:password@), which would put a second credential on the wire next to the token",
+                ),
             };
             let shown = if shown.is_empty() {
-                String::new()
+                Shown::default()
             } else {
-                format!(" {shown}")
+                shown!(" {}", shown)
             };
             (
-                format!(
-                    "{scoped_name}: the address{shown} ({}) {what}; nothing was sent",
-                    error.origin().provenance()
+                shown!(
+                    "{}: the address{} ({}) {}; nothing was sent",
+                    scoped_name,
+                    shown,
+                    OriginWords::new(error.origin(), concealer).provenance(),
+                    what
                 ),
                 None,
             )
         }
         Unsent::Plaintext(address) => (
-            format!(
+            shown!(
                 "{} is plain http to {}, which is not a loopback host; a bearer token is sent only over TLS (RFC 6750 §5.3), so nothing was sent",
                 subject("the address", address),
                 host(address)
@@ -599,18 +716,18 @@ pub(super) fn unsent(
             Some(host(address)),
         ),
         Unsent::NoToken(address) => (
-            format!(
+            shown!(
                 "{} has no bearer token; none was given in code and every variable of the token chain is unset or blank: {}; nothing was sent",
                 subject("engine at", address),
-                naming.token_chain(scope).variables().join(", ")
+                variables(naming.token_chain(scope.unshown()).variables())
             ),
             Some(host(address)),
         ),
         Unsent::Unusable(address, error) => (
-            format!(
+            shown!(
                 "{}: {} {}, so it cannot be sent as a header value; nothing was sent",
                 subject("engine at", address),
-                error.origin().holding("the token"),
+                OriginWords::new(error.origin(), concealer).holding("the token"),
                 error.problem()
             ),
             Some(host(address)),
@@ -620,9 +737,11 @@ pub(super) fn unsent(
             variable,
             twin,
         } => (
-            format!(
-                "{}: both {variable} and {twin} are set, so which one holds the token is unknown; nothing was sent",
+            shown!(
+                "{}: both {} and {} are set, so which one holds the token is unknown; nothing was sent",
                 subject("engine at", address),
+                concealer.show_all(variable),
+                concealer.show_all(twin)
             ),
             Some(host(address)),
         ),
@@ -631,6 +750,6 @@ pub(super) fn unsent(
 
 /// The reason of a body that could not be serialized, for a transport
 /// that has no address to name.
-pub(super) fn unaddressed_unserializable(category: &str) -> String {
+pub(super) fn unaddressed_unserializable(category: &'static str) -> Shown {
     unserializable(category)
 }

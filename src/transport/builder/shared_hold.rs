@@ -10,7 +10,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret as _, SecretString};
 
 use super::{BuildError, HttpTransportBuilder};
-use crate::conceal::Concealer;
+use crate::conceal::{Concealer, Shown, shown};
 use crate::limits::fleet::Fleet;
 use crate::limits::redis::{DEFAULT_WAIT, SharedHold};
 
@@ -102,8 +102,8 @@ impl Settings {
             "shared_hold",
             &self.url.as_ref().map(|_| {
                 self.key.as_deref().map_or_else(
-                    || "the default key".to_owned(),
-                    |key| concealer.conceal(key).into_owned(),
+                    || Shown::from("the default key"),
+                    |key| concealer.show_all(key),
                 )
             }),
         );
@@ -139,7 +139,9 @@ impl Settings {
             scout_every,
             concealer.clone(),
         )
-        .map_err(|error| BuildError::SharedHold(error.to_string()))?;
+        .map_err(|error| {
+            BuildError::SharedHold(concealer.show_all(&error.to_string()).into_string())
+        })?;
         Ok(Some(Arc::new(shared)))
     }
 }
@@ -155,12 +157,17 @@ fn shared_hold_key(
     host: &str,
     concealer: &Concealer,
 ) -> Result<String, BuildError> {
-    let holds_secret = |text: &str| concealer.conceal(text) != text;
-    let refused = |what: &str, fix: &str| {
-        BuildError::SharedHold(format!(
-            "{what} holds a secret (the token, the Redis password or a credential of the \
-             environment), and Redis would keep it in the clear in the shared hold's key; {fix}"
-        ))
+    let holds_secret = |text: &str| concealer.finds(text);
+    let refused = |what: &'static str, fix: &'static str| {
+        BuildError::SharedHold(
+            shown!(
+                "{} holds a secret (the token, the Redis password or a credential of the \
+                 environment), and Redis would keep it in the clear in the shared hold's key; {}",
+                what,
+                fix
+            )
+            .into_string(),
+        )
     };
     match given {
         Some(key) if holds_secret(&key) => Err(refused(
