@@ -16,7 +16,7 @@ use super::body::{EngineBody, Pulled};
 use super::channels::{Carrier, Exceeded, Joined};
 use super::ending::error_refusal;
 use super::framing::Framing;
-use super::upstream::{Ledger, Tally};
+use super::upstream::{SendRecord, Tally};
 use super::{Ending, StreamHead};
 use crate::conceal::{Concealer, Shown};
 use crate::refusal::failure::{Answered, Failure};
@@ -44,7 +44,7 @@ pub(super) struct Flow {
     pub(super) ending: Option<Ending>,
     /// The send the stream came from, metered and traced when it ends;
     /// `None` for a fake's, or once it has been.
-    ledger: Option<Ledger>,
+    ledger: Option<SendRecord>,
     /// What its frames said was billed.
     pub(super) usage: Streamed,
 }
@@ -112,7 +112,7 @@ impl Flow {
         head: StreamHead,
         source: Source,
         cap: usize,
-        ledger: Option<Ledger>,
+        ledger: Option<SendRecord>,
     ) -> Flow {
         Flow {
             head,

@@ -63,7 +63,7 @@ pub use ending::Ending;
 pub use event::Event;
 use flow::{Flow, Reader, Source};
 use framing::{Chunks, Format, Ndjson, Sse};
-pub(crate) use upstream::{Ledger, Timers, Upstream};
+pub(crate) use upstream::{SendRecord, Timers, Upstream};
 pub(crate) use whole::{WholeAnswer, error_in_answer};
 
 /// An answer read as it arrives, from [`HttpTransport::stream`](crate::HttpTransport::stream),
@@ -197,7 +197,7 @@ impl AnswerStream {
         head: StreamHead,
         body: Pieces,
         timers: Timers,
-        ledger: Ledger,
+        ledger: SendRecord,
     ) -> AnswerStream {
         let concealer = ledger.transport.concealer().clone();
         let cap = usize::try_from(ledger.transport.max_answer_bytes()).unwrap_or(usize::MAX);

@@ -1,6 +1,6 @@
 //! What a stream reports to, and when: its three timers, the transport it
 //! came from (as [`Upstream`], so that the stream needs nothing of the
-//! transport's own), and the [`Ledger`] that meters and traces it once.
+//! transport's own), and the [`SendRecord`] that meters and traces it once.
 
 use std::time::Duration;
 
@@ -51,11 +51,11 @@ pub(crate) trait Upstream: Send + Sync {
     );
 }
 
-/// The send a stream came from, as its ledger: how it is metered and
+/// The send a stream came from, as the stream keeps it: how it is metered and
 /// traced when it ends, and what a refusal that ends it carries, as any
 /// refusal of a send does (the attempts, what each came to, the
 /// idempotency key).
-pub(crate) struct Ledger {
+pub(crate) struct SendRecord {
     pub(crate) transport: Box<dyn Upstream>,
     pub(crate) site: Site,
     pub(crate) span: tracing::Span,
@@ -74,7 +74,7 @@ pub(super) struct Tally<'a> {
     pub(super) usage: Option<Usage>,
 }
 
-impl Ledger {
+impl SendRecord {
     /// The body's first byte arrived `at`.
     pub(super) fn first_byte(&self, at: Instant) {
         let after = at.saturating_duration_since(self.started);

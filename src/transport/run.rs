@@ -27,7 +27,7 @@ use crate::refusal::kind::Kind;
 use crate::refusal::site::Site;
 use crate::refusal::{Refusal, held, history, render};
 use crate::retry::{self, Retry};
-use crate::stream::{AnswerStream, Ledger, StreamHead, Timers, WholeAnswer, error_in_answer};
+use crate::stream::{AnswerStream, SendRecord, StreamHead, Timers, WholeAnswer, error_in_answer};
 
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.
@@ -198,7 +198,7 @@ impl HttpTransport {
                     end: later(started, timers.stream.unwrap_or(self.inner.stream_deadline)),
                     end_ms: millis(timers.stream.unwrap_or(self.inner.stream_deadline)),
                 };
-                let ledger = Ledger {
+                let ledger = SendRecord {
                     transport: Box::new(self.clone()),
                     site,
                     span,

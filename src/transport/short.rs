@@ -195,7 +195,7 @@ mod tests {
     }
 
     /// What a reader gave, and the bytes its meter counted.
-    type Read = (Result<String, (Failure, u64)>, u64);
+    type Yield = (Result<String, (Failure, u64)>, u64);
 
     /// A body's pieces, each a piece or a failure.
     type Pieces = Vec<Result<&'static str, Failure>>;
@@ -205,7 +205,7 @@ mod tests {
         declared: Option<u64>,
         pieces: &[Result<&'static str, Failure>],
         cap: u64,
-    ) -> [Read; 2] {
+    ) -> [Yield; 2] {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()

@@ -108,16 +108,16 @@ struct Seen {
 }
 
 /// Why one look found no bytes to judge.
-enum Missed {
+enum Unread {
     /// The file changed while it was read: look again.
     Moving,
     /// What the path names holds no token.
     Failed(FileProblem),
 }
 
-impl From<FileProblem> for Missed {
-    fn from(problem: FileProblem) -> Missed {
-        Missed::Failed(problem)
+impl From<FileProblem> for Unread {
+    fn from(problem: FileProblem) -> Unread {
+        Unread::Failed(problem)
     }
 }
 
@@ -140,11 +140,11 @@ pub(crate) fn read(
                     wait
                 }
             },
-            Err(Missed::Moving) => {
+            Err(Unread::Moving) => {
                 last = None;
                 AGAIN_AFTER
             }
-            Err(Missed::Failed(problem)) => return Err(problem),
+            Err(Unread::Failed(problem)) => return Err(problem),
         };
         if pace.elapsed().saturating_add(wait) > budget {
             return Err(FileProblem::Changing);
@@ -180,7 +180,7 @@ fn unsettled_for(seen: &Seen, last: Option<&Seen>, now: SystemTime) -> Option<Du
 /// One look at the file: what the path names, opened without blocking,
 /// checked by its own metadata, and read whole if that did not change
 /// while it was read.
-fn look(path: &Path, pace: &mut impl Pace) -> Result<Seen, Missed> {
+fn look(path: &Path, pace: &mut impl Pace) -> Result<Seen, Unread> {
     let problem = |error: std::io::Error| match error.kind() {
         std::io::ErrorKind::NotFound => FileProblem::Missing,
         _ => FileProblem::Unreadable,
@@ -213,7 +213,7 @@ fn look(path: &Path, pace: &mut impl Pace) -> Result<Seen, Missed> {
     let modified = after.modified().ok();
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if after.len() != before.len() || modified != before.modified().ok() || read != after.len() {
-        return Err(Missed::Moving);
+        return Err(Unread::Moving);
     }
     Ok(Seen { bytes, modified })
 }

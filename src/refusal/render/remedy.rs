@@ -86,7 +86,7 @@ pub(super) fn remedy(site: &Site, kind: &Kind) -> (Shown, Option<Shown>) {
             site,
             error.cause(),
             &Shown::default(),
-            Window::Unsaid,
+            WaitAsked::Unsaid,
             &Shown::from("sent an error in the middle of a stream"),
         ),
         Kind::Undone { .. } => (
@@ -110,7 +110,7 @@ pub(super) fn remedy(site: &Site, kind: &Kind) -> (Shown, Option<Shown>) {
             address,
         ),
         Kind::Held { left, .. } | Kind::Spent { left, .. } => {
-            (over_quota(site, Window::Left(*left)), address)
+            (over_quota(site, WaitAsked::Left(*left)), address)
         }
         Kind::Latched { original, .. } => remedy(site, original),
         Kind::TokenFile { .. } => {
@@ -150,7 +150,7 @@ fn status(site: &Site, said: &Said) -> (Shown, Option<Shown>) {
                 Some(scope) => shown!(" (one with the scope \"{}\")", scope),
                 None => Shown::default(),
             };
-            let window = delay.map_or(Window::Unsaid, Window::Asked);
+            let window = delay.map_or(WaitAsked::Unsaid, WaitAsked::Asked);
             by_cause(site, cause, &with_scope, window, &Shown::default())
         }
     }
@@ -161,7 +161,7 @@ fn by_cause(
     site: &Site,
     cause: Cause,
     with_scope: &Shown,
-    window: Window,
+    window: WaitAsked,
     what: &Shown,
 ) -> (Shown, Option<Shown>) {
     let address = address_origin(site).variable();
@@ -345,7 +345,7 @@ fn ban(site: &Site, delay: Option<Duration>) -> Shown {
 
 /// How long a spent window asks to be waited out, as its remedy says it.
 #[derive(Clone, Copy, Debug)]
-enum Window {
+enum WaitAsked {
     /// The engine gave no hint.
     Unsaid,
     /// The engine asked for this long.
@@ -357,11 +357,11 @@ enum Window {
 /// The remedy of a spent limit: wait for the window (as long as the
 /// engine asked, or as is left of it), or use a token with a limit of its
 /// own.
-fn over_quota(site: &Site, window: Window) -> Shown {
+fn over_quota(site: &Site, window: WaitAsked) -> Shown {
     let (how_long, or_wait) = match window {
-        Window::Unsaid => (Shown::default(), ""),
-        Window::Asked(delay) => (shown!(" (it asks for {})", Shown::seconds(delay)), ""),
-        Window::Left(left) => (
+        WaitAsked::Unsaid => (Shown::default(), ""),
+        WaitAsked::Asked(delay) => (shown!(" (it asks for {})", Shown::seconds(delay)), ""),
+        WaitAsked::Left(left) => (
             shown!(" ({} left)", Shown::seconds(left)),
             "or give the transport a retry policy whose max_wait covers it; ",
         ),
