@@ -136,11 +136,12 @@ pub(super) fn is_base64(b: u8) -> bool {
 /// two dashes, which ends or starts a boundary line (`-----BEGIN …-----`,
 /// `--boundary`), not a line of base64.
 ///
-/// A core of a secret's middle first takes, each way, the characters that
-/// spell the rest of the whole secret's core (`outer`, either alphabet),
-/// as far as they go: all of them, then `before`/`after` more as for the
-/// whole core; or up to the first that differs, which then shares the
-/// secret's bits with what the echo was cut to, and is taken too.
+/// A core of a piece of a secret (what an echo cut short holds) first
+/// takes, each way, the characters that spell the rest of the whole
+/// secret's core (`outer`, either alphabet), as far as they go: all of
+/// them, then `before`/`after` more as for the whole core; or up to the
+/// first that differs, which then shares the secret's bits with what the
+/// echo was cut to, and is taken too.
 pub(super) fn base64_shared(
     hay: &[u8],
     start: usize,
@@ -183,7 +184,7 @@ pub(super) fn base64_shared(
             b
         }
     };
-    // Either alphabet: a middle core without `+/-_` is both alphabets'.
+    // Either alphabet: a cut core without `+/-_` is both alphabets'.
     let same = |k: usize, want: u8| {
         let fold = |c: u8| match c {
             b'-' => b'+',

@@ -721,3 +721,41 @@ fn the_base64_of_an_echo_cut_short_at_either_end_is_concealed_with_the_character
     let out = concealer.conceal("QUJDYWNtZS85ZjhlKzdkNmM9bm90LWZvci1wcmludC0wRUZH");
     assert!(out.starts_with("QUJD") && out.ends_with("UZH"), "{out}");
 }
+
+/// The base64 of a short token cut short at either end: an 8-character
+/// token less its last character (`VEdNbWw1ZA==` is `TGMml5d`), and every
+/// cut of tokens of 5 to 18 characters that keeps 5 of their bytes, in
+/// both alphabets, padded or not, goes whole.
+#[test]
+fn the_base64_of_a_short_token_cut_short_is_concealed() {
+    let concealer = Concealer::new(["TGMml5dK"]);
+    assert_eq!(concealer.conceal("x VEdNbWw1ZA== y"), "x [redacted] y");
+    let letters = "k+9/Qz=7Ab~c_d-e<f>";
+    for len in [5, 6, 7, 8, 10, 11, 12, 16, 17, 18] {
+        let token = &letters[..len];
+        let concealer = Concealer::new([token]);
+        for front in 0..=3 {
+            for back in 0..=3 {
+                let Some(cut) = token.get(front..len - back.min(len)) else {
+                    continue;
+                };
+                if cut.len() < 5 {
+                    continue;
+                }
+                for encoded in [
+                    STANDARD.encode(cut),
+                    STANDARD_NO_PAD.encode(cut),
+                    URL_SAFE.encode(cut),
+                    URL_SAFE_NO_PAD.encode(cut),
+                ] {
+                    let text = format!("x {encoded} y");
+                    assert_eq!(
+                        concealer.conceal(&text),
+                        "x [redacted] y",
+                        "{token:?} less {front} and {back}: {text}"
+                    );
+                }
+            }
+        }
+    }
+}
