@@ -6,7 +6,7 @@ use super::breaks::{break_ending_at, line_break};
 use super::escapes::{char_ref, json_escape, percent_escape};
 use super::maps::SourceMap;
 use super::patterns::{Kind, Outer, Search};
-use crate::text::syntax::LONGEST_ESCAPE;
+use crate::text::syntax::{LONGEST_ESCAPE, opened_before};
 use aho_corasick::Input;
 use memchr::memchr3;
 use std::borrow::Cow;
@@ -100,6 +100,13 @@ fn record<M: SourceMap + ?Sized>(
             base64_shared(hay, start, end, before, after, outer)
         }
     };
+    // A hit that goes on with the digits of an escape opened before it
+    // (`&#56` before a hex hit's `69…`) takes the opening: the marker
+    // would leave it to be read with the digits it has, a character the
+    // view did not hold (`&#56` is `8`, the token's last character). Done
+    // in the view, so that an opening encoded itself (`\u0026#56`, the
+    // `&` JSON-escaped) goes too.
+    let start = opened_before(hay, start).unwrap_or(start);
     if map.copied(start, end) {
         return;
     }

@@ -135,6 +135,55 @@ pub(crate) fn broken_escape(bytes: &[u8]) -> Option<usize> {
     None
 }
 
+/// The most bytes an escape's opening and its digits take before a byte
+/// that would continue the digits: `&#x` and [`MAX_REF_DIGITS`] of them.
+pub(crate) const LONGEST_OPENED: usize = 3 + MAX_REF_DIGITS;
+
+/// Where the escape starts whose digits the byte at `at` would go on
+/// with, when one is open right before it: `&#` and decimal digits before
+/// a decimal digit, `&#x` and hex digits, `\u` and up to three, `\u{` and
+/// up to six, or `\x` or `%` and up to one, before a hex digit. Text cut
+/// at `at` (a marker put there) leaves that escape to be read with the
+/// digits it has, whether or not the text read them as a character:
+/// `&#5669…`, a number too long to be one, is `&#56` cut there, and HTML
+/// reads `&#56` as `8`. A backslash's own escaping is not looked at: a
+/// `\\u0` is taken as if it opened a `\u` escape, which costs a few bytes
+/// at most.
+pub(crate) fn opened_before(src: &[u8], at: usize) -> Option<usize> {
+    let &next = src.get(at)?;
+    if !next.is_ascii_hexdigit() {
+        return None;
+    }
+    let from = at.saturating_sub(MAX_REF_DIGITS + 1);
+    let digits = src
+        .get(from..at)?
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_hexdigit())
+        .count();
+    if digits > MAX_REF_DIGITS {
+        return None;
+    }
+    let start = at - digits;
+    let opened = |opening: &[u8], most: usize| {
+        let open = start.checked_sub(opening.len())?;
+        (digits <= most && src.get(open..start) == Some(opening)).then_some(open)
+    };
+    let decimal = || {
+        next.is_ascii_digit()
+            && src
+                .get(start..at)
+                .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    opened(b"&#x", MAX_REF_DIGITS)
+        .or_else(|| opened(b"&#X", MAX_REF_DIGITS))
+        .or_else(|| opened(b"&#", MAX_REF_DIGITS).filter(|_| decimal()))
+        .or_else(|| opened(br"\u{", 6))
+        .or_else(|| opened(br"\u", 3))
+        .or_else(|| opened(br"\x", 1))
+        .or_else(|| opened(b"%", 1))
+}
+
 /// The escape at `p` and whether the end of `src` cuts one there.
 fn read(src: &[u8], p: usize) -> (Option<Lexed>, bool) {
     match src.get(p) {
@@ -277,6 +326,49 @@ mod tests {
         assert_eq!(lexed(b"&ampx"), Some((5, name(4, false))));
         assert_eq!(lexed(b"& b"), None);
         assert_eq!(lexed(b"a"), None);
+    }
+
+    #[test]
+    fn an_escape_opened_before_a_byte_that_goes_on_with_its_digits_is_found() {
+        let opened = |text: &str| {
+            let at = text.find('|').unwrap_or(text.len());
+            let src = text.replace('|', "");
+            opened_before(src.as_bytes(), at)
+        };
+        for (text, start) in [
+            ("ivXwBlS&#56|69", 7),
+            ("x&#|5", 1),
+            ("x&#99999999999999|9", 1),
+            ("x&#x3|F", 1),
+            ("x&#X|a", 1),
+            (r"x\u00|4", 1),
+            (r"x\u|0", 1),
+            (r"x\u{1F9|8", 1),
+            (r"x\x4|1", 1),
+            ("x%|4", 1),
+            ("x%4|1", 1),
+        ] {
+            assert_eq!(opened(text), Some(start), "{text}");
+        }
+        for text in [
+            // The byte after is no digit of the escape: the escape reads
+            // the same whatever follows.
+            "x&#56|a",
+            "x&#56|;",
+            "x&#x3|g",
+            "x%4|z",
+            // The escape is whole already: what follows is text.
+            r"x\u0041|4",
+            "x%41|4",
+            r"x\x41|4",
+            // More digits than a reference is read with, or no opening.
+            "x&#999999999999999|9",
+            "x56|6",
+            "x&56|6",
+            "|6",
+        ] {
+            assert_eq!(opened(text), None, "{text}");
+        }
     }
 
     #[test]

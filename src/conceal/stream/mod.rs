@@ -21,10 +21,11 @@
 //! - a *gap*: a cut with two bytes on each side, no two neighbours among
 //!   the four standing side by side in any pattern (the secrets, their
 //!   hex, their base64 cores), none of them a trigger, a line break or
-//!   `=`, and no trigger within the longest escape before them. No form
-//!   can hold either byte beside the cut, in any view, so each hit lies
-//!   on one side of it, and a base64 core's neighbours reach the cut at
-//!   most. This is the prefix test: text after the last gap is what could
+//!   `=`, and no trigger within the longest escape before them (nor within
+//!   the opening of an escape a hit's start takes in, and its digits). No
+//!   form can hold either byte beside the cut, in any view, so each hit
+//!   lies on one side of it, and a base64 core's neighbours reach the cut
+//!   at most. This is the prefix test: text after the last gap is what could
 //!   still begin, or be inside, a form of a held secret (a word that runs
 //!   on, a wrapped line, a base64 run); text before it is released, though
 //!   it holds no separator (`maintenance\nzzz…`, where `zz` is in no
@@ -47,7 +48,7 @@
 use super::Concealer;
 use super::REDACTED;
 use super::patterns::{Matcher, Search};
-use super::reach::{CLOSING_REACH, ESCAPE_REACH};
+use super::reach::{CLOSING_REACH, OPENED_REACH};
 use memchr::{memchr3, memrchr3};
 
 impl Concealer {
@@ -279,10 +280,12 @@ impl ConcealStream {
         {
             return false;
         }
-        // No escape reaches the four bytes from before them: with none
-        // within the longest escape two layers deep, or none since a
-        // barrier the text before `buf` cannot read past.
-        let from = cut.checked_sub(ESCAPE_REACH);
+        // No escape reaches the four bytes from before them, nor does the
+        // opening of one whose digits a hit goes on with: with no trigger
+        // within the longest escape two layers deep and such an opening's
+        // bytes after it, or none since a barrier the text before `buf`
+        // cannot read past.
+        let from = cut.checked_sub(OPENED_REACH);
         match triggers.last_before(cut + GAP_AHEAD) {
             Some(t) => from.is_some_and(|from| t < from),
             None => from.is_some() || self.clean_start,
@@ -406,7 +409,7 @@ impl<'b> Triggers<'b> {
     fn new(bytes: &'b [u8], first: usize) -> Triggers<'b> {
         Triggers {
             bytes,
-            floor: first.saturating_sub(ESCAPE_REACH),
+            floor: first.saturating_sub(OPENED_REACH),
             found: None,
         }
     }
