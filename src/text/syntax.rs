@@ -149,11 +149,18 @@ pub(crate) const LONGEST_OPENED: usize = 3 + MAX_REF_DIGITS;
 /// reads `&#56` as `8`. A backslash's own escaping is not looked at: a
 /// `\\u0` is taken as if it opened a `\u` escape, which costs a few bytes
 /// at most.
+#[inline(always)]
 pub(crate) fn opened_before(src: &[u8], at: usize) -> Option<usize> {
-    let &next = src.get(at)?;
-    if !next.is_ascii_hexdigit() {
-        return None;
+    // Most hits start with no hex digit: one look, where they are read.
+    match src.get(at) {
+        Some(&next) if at > 0 && next.is_ascii_hexdigit() => opened_before_digit(src, at, next),
+        _ => None,
     }
+}
+
+/// [`opened_before`] where the byte at `at` is `next`, a hex digit.
+#[inline(never)]
+fn opened_before_digit(src: &[u8], at: usize, next: u8) -> Option<usize> {
     let from = at.saturating_sub(MAX_REF_DIGITS + 1);
     let digits = src
         .get(from..at)?
@@ -165,9 +172,10 @@ pub(crate) fn opened_before(src: &[u8], at: usize) -> Option<usize> {
         return None;
     }
     let start = at - digits;
-    let opened = |opening: &[u8], most: usize| {
-        let open = start.checked_sub(opening.len())?;
-        (digits <= most && src.get(open..start) == Some(opening)).then_some(open)
+    let opening = |opening: &[u8]| {
+        start
+            .checked_sub(opening.len())
+            .filter(|&open| src.get(open..start) == Some(opening))
     };
     let decimal = || {
         next.is_ascii_digit()
@@ -175,13 +183,20 @@ pub(crate) fn opened_before(src: &[u8], at: usize) -> Option<usize> {
                 .get(start..at)
                 .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
     };
-    opened(b"&#x", MAX_REF_DIGITS)
-        .or_else(|| opened(b"&#X", MAX_REF_DIGITS))
-        .or_else(|| opened(b"&#", MAX_REF_DIGITS).filter(|_| decimal()))
-        .or_else(|| opened(br"\u{", 6))
-        .or_else(|| opened(br"\u", 3))
-        .or_else(|| opened(br"\x", 1))
-        .or_else(|| opened(b"%", 1))
+    // The byte before the digits says which opening it can be: most hits
+    // stand after none, and are told so by this one look.
+    let (open, most) = match src.get(start.checked_sub(1)?)? {
+        b'#' if decimal() => (opening(b"&#")?, MAX_REF_DIGITS),
+        b'x' | b'X' => match opening(b"&#x").or_else(|| opening(b"&#X")) {
+            Some(open) => (open, MAX_REF_DIGITS),
+            None => (opening(br"\x")?, 1),
+        },
+        b'u' => (opening(br"\u")?, 3),
+        b'{' => (opening(br"\u{")?, 6),
+        b'%' => (start - 1, 1),
+        _ => return None,
+    };
+    (digits <= most).then_some(open)
 }
 
 /// The escape at `p` and whether the end of `src` cuts one there.
