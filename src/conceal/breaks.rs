@@ -8,6 +8,7 @@
 //! between two bytes that are neighbours in some pattern can be inside a
 //! hit, which keeps joined views rare and exact.
 
+use super::arch::BREAKS;
 use super::escapes::{Decoded, char_ref, json_escape, lenient_escape, percent_escape};
 use super::positions::Positions;
 use crate::text::syntax::LONGEST_ESCAPE;
@@ -89,7 +90,7 @@ pub(super) fn joins(
     adjacent: impl Fn(u8, u8) -> bool,
 ) -> Vec<(usize, usize)> {
     let mut breaks = LoneBreaks::new(escaped);
-    Positions::of(src, if escaped { b"\\" } else { b"\n\r" })
+    Positions::of(src, if escaped { b"\\" } else { &BREAKS })
         .filter_map(|p| breaks.visit(src, p, &adjacent))
         .collect()
 }

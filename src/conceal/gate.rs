@@ -16,23 +16,20 @@
 //!
 //! Finding such runs costs one pass at about the speed of memory: a run of
 //! at least `2c - 1` bytes holds a whole aligned chunk of `c` bytes, so
-//! 128 bytes at a time are compared with the two cut bytes (SSE2, through
-//! `safe_arch`), each chunk's compares are folded into one byte by
-//! saturating packs, and only a chunk with none of them is looked at
-//! further: its run's ends are found a word at a time nearby, then with
-//! memchr, and it is kept when it is long enough.
+//! 128 bytes at a time are compared with the two cut bytes and folded into
+//! a bit per chunk (a kernel of `arch/`: SSE2 compares folded by
+//! saturating packs on x86_64), and only a chunk with none of them is
+//! looked at further: its run's ends are found sixteen bytes each way,
+//! then a word at a time nearby, then with memchr, and it is kept when it
+//! is long enough.
 //!
 //! A stretch is the run and the cut byte that ends it: decoding a stretch
 //! reads exactly the escapes decoding the whole text reads in it, since no
 //! escape holds a separator but as its last byte (`\"`), and the byte
 //! before the stretch is one.
 
-#[cfg(target_arch = "x86_64")]
-use safe_arch::{
-    bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, move_mask_i8_m128i,
-    pack_i16_to_i8_m128i, set_splat_i8_m128i, zeroed_m128i,
-};
-
+use super::arch::words::{WORD, splat, word_at, zero_bytes};
+use super::arch::{Chunk, Cut, Kernels, Native, ONE, SPACE_QUOTE, TWO};
 /// How many bytes one pass of the compares covers: eight vectors, folded
 /// into one.
 const BLOCK: usize = 128;
@@ -51,7 +48,7 @@ pub(super) struct Gate {
     shortest: usize,
     /// Every run of `shortest` bytes holds a whole aligned chunk of this
     /// many: 8 or 16.
-    chunk: usize,
+    chunk: Chunk,
 }
 
 impl Gate {
@@ -61,8 +58,8 @@ impl Gate {
     /// at is a separator.
     pub(super) fn new(shortest: usize, separator: &[bool; 256]) -> Option<Gate> {
         let chunk = match shortest {
-            31.. => 16,
-            15..=30 => 8,
+            31.. => Chunk::Sixteen,
+            15..=30 => Chunk::Eight,
             _ => return None,
         };
         let mut cuts = CUTS.iter().copied().filter(|&b| separator[usize::from(b)]);
@@ -88,64 +85,36 @@ impl Gate {
     /// Calls `stretch(start, end)` for each of [`Gate::stretches`], in
     /// order, as it is found: nothing is gathered first.
     pub(super) fn each_stretch(&self, text: &[u8], stretch: impl FnMut(usize, usize)) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let splat = |byte: u8| set_splat_i8_m128i(i8::from_ne_bytes([byte]));
-            match self.cut {
-                // A space and a quote differ in one bit: one compare finds
-                // both.
-                [b' ', b'"'] | [b'"', b' '] => {
-                    let (bit, quote) = (splat(0x02), splat(b'"'));
-                    self.stretches_by(text, stretch, |bytes| {
-                        cmp_eq_mask_i8_m128i(bitor_m128i(bytes, bit), quote)
-                    });
-                }
-                [a, b] if a == b => {
-                    let a = splat(a);
-                    self.stretches_by(text, stretch, |bytes| cmp_eq_mask_i8_m128i(bytes, a));
-                }
-                [a, b] => {
-                    let (a, b) = (splat(a), splat(b));
-                    self.stretches_by(text, stretch, |bytes| {
-                        bitor_m128i(
-                            cmp_eq_mask_i8_m128i(bytes, a),
-                            cmp_eq_mask_i8_m128i(bytes, b),
-                        )
-                    });
-                }
-            }
+        let cut = Cut::of(self.cut[0], self.cut[1]);
+        // One loop per shape of cut, so that its compares are constants.
+        match cut.shape() {
+            SPACE_QUOTE => self.stretches_by::<SPACE_QUOTE>(text, cut, stretch),
+            ONE => self.stretches_by::<ONE>(text, cut, stretch),
+            _ => self.stretches_by::<TWO>(text, cut, stretch),
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        self.stretches_by(text, stretch);
     }
 
-    /// [`Gate::each_stretch`], with `cut` marking the cut bytes of 16 bytes.
-    fn stretches_by(
+    /// [`Gate::each_stretch`], for a cut of shape `SHAPE`.
+    fn stretches_by<const SHAPE: u8>(
         &self,
         text: &[u8],
+        cut: Cut,
         mut stretch: impl FnMut(usize, usize),
-        #[cfg(target_arch = "x86_64")] cut: impl Fn(m128i) -> m128i,
     ) {
+        let cut = Native::cut(cut);
+        let chunk = self.chunk_len();
         // No run starts before `from`: the byte before it ended the last.
         let mut from = 0;
         let mut base = 0;
         while base < text.len() {
-            let mut clean = self.clean_chunks(
-                text,
-                base,
-                #[cfg(target_arch = "x86_64")]
-                &cut,
-            );
+            let mut clean = self.clean_chunks::<SHAPE>(text, base, &cut);
             while clean != 0 {
-                let at = base + self.chunk * clean.trailing_zeros() as usize;
+                let at = base + chunk * clean.trailing_zeros() as usize;
                 clean &= clean - 1;
                 if at < from {
                     continue;
                 }
-                #[cfg(target_arch = "x86_64")]
-                let near = self.near_ends(text, at, &cut);
-                #[cfg(not(target_arch = "x86_64"))]
-                let near = (None, None);
+                let near = self.near_ends::<SHAPE>(text, at, &cut);
                 let (start, end) = self.run_around(text, from, at, near);
                 if end - start >= self.shortest {
                     stretch(start, (end + 1).min(text.len()));
@@ -153,7 +122,7 @@ impl Gate {
                 from = end + 1;
                 // The chunks of this block that start inside the run are
                 // clean too, and done with.
-                let past = (from - base).div_ceil(self.chunk);
+                let past = (from - base).div_ceil(chunk);
                 clean &= u32::MAX
                     .checked_shl(u32::try_from(past).unwrap_or(u32::MAX))
                     .unwrap_or(0);
@@ -161,6 +130,14 @@ impl Gate {
             // A run that went on past this block: go on after it, at the
             // block the run's end is in.
             base = (base + BLOCK).max(from - from % BLOCK);
+        }
+    }
+
+    /// How many bytes a chunk holds.
+    fn chunk_len(&self) -> usize {
+        match self.chunk {
+            Chunk::Eight => 8,
+            Chunk::Sixteen => 16,
         }
     }
 
@@ -201,7 +178,7 @@ impl Gate {
             let before = text.get(from..start).unwrap_or_default();
             memchr::memrchr2(a, b, before).map_or(from, |k| from + k + 1)
         });
-        let mut end = (at + self.chunk).min(text.len());
+        let mut end = (at + self.chunk_len()).min(text.len());
         let found_end = loop {
             if near.1.is_some() {
                 break near.1;
@@ -229,111 +206,52 @@ impl Gate {
     /// branch that each echo of a token mispredicts anew. The byte before
     /// `from` (the caller's) is the cut byte that ended the last run, so a
     /// start found this way is never before `from`.
-    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn near_ends(
+    fn near_ends<const SHAPE: u8>(
         &self,
         text: &[u8],
         at: usize,
-        cut: &impl Fn(m128i) -> m128i,
+        cut: &<Native as Kernels>::Cut,
     ) -> (Option<usize>, Option<usize>) {
         let cuts = |k: usize| {
             let bytes = text.get(k..).and_then(<[u8]>::first_chunk::<16>)?;
-            let mask = move_mask_i8_m128i(cut(load_unaligned_m128i(bytes)));
+            let mask = Native::cut16::<SHAPE>(cut, bytes);
             u16::try_from(mask & 0xFFFF).ok().filter(|&mask| mask != 0)
         };
         let start = at
             .checked_sub(16)
             .and_then(cuts)
             .map(|mask| at - mask.leading_zeros() as usize);
-        let after = at + self.chunk;
+        let after = at + self.chunk_len();
         let end = cuts(after).map(|mask| after + mask.trailing_zeros() as usize);
         (start, end)
     }
 
     /// One bit per chunk of the block at `base` (the block padded past the
     /// end of the text with cut bytes) that holds no cut byte.
-    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn clean_chunks(&self, text: &[u8], base: usize, cut: &impl Fn(m128i) -> m128i) -> u32 {
+    fn clean_chunks<const SHAPE: u8>(
+        &self,
+        text: &[u8],
+        base: usize,
+        cut: &<Native as Kernels>::Cut,
+    ) -> u32 {
         let rest = text.get(base..).unwrap_or_default();
         match rest.first_chunk::<BLOCK>() {
-            Some(block) => self.clean_in(block, cut),
+            Some(block) => Native::clean::<SHAPE>(cut, block, self.chunk),
             None => {
                 let mut padded = [self.cut[0]; BLOCK];
                 if let Some(to) = padded.get_mut(..rest.len()) {
                     to.copy_from_slice(rest);
                 }
-                self.clean_in(&padded, cut)
+                Native::clean::<SHAPE>(cut, &padded, self.chunk)
             }
         }
     }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn clean_in(&self, block: &[u8; BLOCK], cut: &impl Fn(m128i) -> m128i) -> u32 {
-        let part = |k: usize| {
-            let bytes = block
-                .get(16 * k..)
-                .and_then(<[u8]>::first_chunk::<16>)
-                .map_or_else(zeroed_m128i, load_unaligned_m128i);
-            cut(bytes)
-        };
-        // Each pack folds two bytes into one, and what is not zero stays
-        // so (saturation never makes zero): after four, a byte stands for
-        // 8 bytes of the block; after five, for 16.
-        let pack = pack_i16_to_i8_m128i;
-        let quarters = [
-            pack(pack(part(0), part(1)), pack(part(2), part(3))),
-            pack(pack(part(4), part(5)), pack(part(6), part(7))),
-        ];
-        let eighths = pack(quarters[0], quarters[1]);
-        let zero = zeroed_m128i();
-        let clean = |folded: m128i| move_mask_i8_m128i(cmp_eq_mask_i8_m128i(folded, zero));
-        if self.chunk == 8 {
-            (clean(eighths) & 0xFFFF).cast_unsigned()
-        } else {
-            let sixteenths = pack(eighths, eighths);
-            (clean(sixteenths) & 0xFF).cast_unsigned()
-        }
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    fn clean_chunks(&self, text: &[u8], base: usize) -> u32 {
-        let rest = text.get(base..).unwrap_or_default();
-        let [a, b] = self.cut;
-        (0..BLOCK / self.chunk).fold(0, |clean, k| {
-            let chunk = rest.get(k * self.chunk..).unwrap_or_default();
-            let whole = chunk.len() >= self.chunk;
-            let cut = chunk.iter().take(self.chunk).any(|&c| c == a || c == b);
-            if whole && !cut { clean | 1 << k } else { clean }
-        })
-    }
 }
-
-/// How many bytes a word holds.
-const WORD: usize = 8;
 
 /// How far from its chunk a run's end is looked for a word at a time.
 const NEAR: usize = 64;
-
-/// `byte` in every byte of a word.
-fn splat(byte: u8) -> u64 {
-    0x0101_0101_0101_0101 * u64::from(byte)
-}
-
-/// The high bit of every byte of `word` that is zero, and no other bit.
-fn zero_bytes(word: u64) -> u64 {
-    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    !(((word & LOW) + LOW) | word) & !LOW
-}
-
-/// The eight bytes of `text` from `at`, the first the lowest.
-fn word_at(text: &[u8], at: usize) -> u64 {
-    text.get(at..)
-        .and_then(<[u8]>::first_chunk::<WORD>)
-        .map_or(0, |bytes| u64::from_le_bytes(*bytes))
-}
 
 #[cfg(test)]
 mod tests {

@@ -23,6 +23,7 @@
 //! The design, and why it is linear: `DESIGN.md` in the repository.
 
 mod alike;
+mod arch;
 mod breaks;
 pub(crate) mod escapes;
 mod gate;
@@ -35,7 +36,6 @@ mod positions;
 mod reach;
 mod scan;
 mod shapes;
-mod sixteen;
 pub(crate) mod stream;
 mod stretch;
 mod survey;

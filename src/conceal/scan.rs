@@ -2,13 +2,13 @@
 //! source text it came from, and the spans merged and replaced at the end.
 
 use super::REDACTED;
+use super::arch::find_trigger;
 use super::breaks::{break_ending_at, line_break};
 use super::escapes::{char_ref, json_escape, percent_escape};
 use super::maps::SourceMap;
 use super::patterns::{Kind, Outer, Search};
 use crate::text::syntax::{LONGEST_ESCAPE, opened_before};
 use aho_corasick::Input;
-use memchr::memchr3;
 use std::borrow::Cow;
 
 /// Views up to this long are searched by their pieces ([`Grams`]), when
@@ -462,9 +462,7 @@ fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, u
 fn straddling(text: &[u8], edge: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let from = edge.saturating_sub(LONGEST_ESCAPE);
     let first = match text.get(from..edge) {
-        Some(before) if may_straddle(text, edge) => {
-            memchr3(b'\\', b'%', b'&', before).map_or(edge, |k| from + k)
-        }
+        Some(before) if may_straddle(text, edge) => find_trigger(before).map_or(edge, |k| from + k),
         _ => edge,
     };
     (first..edge).filter_map(move |p| {

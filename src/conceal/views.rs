@@ -1,11 +1,11 @@
 //! The decoded views: the text with one or more escaping families decoded,
 //! each decoded byte remembering the span of source text it came from.
 
+use super::arch::holds_none;
 use super::breaks::joins;
 use super::escapes::{Decoded, char_ref, json_escape, lenient_escape, percent_escape};
 use super::maps::SourceMap;
 use super::positions::Positions;
-use super::sixteen::holds_none;
 use memchr::{memchr, memchr2, memchr3};
 use std::cell::Cell;
 

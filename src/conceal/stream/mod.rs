@@ -47,9 +47,9 @@
 
 use super::Concealer;
 use super::REDACTED;
+use super::arch::{find_trigger, rfind_trigger};
 use super::patterns::{Matcher, Search};
 use super::reach::{CLOSING_REACH, OPENED_REACH};
-use memchr::{memchr3, memrchr3};
 
 impl Concealer {
     /// A stream that conceals a text arriving in pieces exactly as
@@ -326,7 +326,7 @@ impl ConcealStream {
                 };
                 let from = last.saturating_sub(CLOSING_REACH);
                 let bytes = self.buf.as_bytes().get(from..last).unwrap_or_default();
-                memchr3(b'\\', b'%', b'&', bytes).is_none() && (from > 0 || self.clean_start)
+                find_trigger(bytes).is_none() && (from > 0 || self.clean_start)
             }
             _ => false,
         }
@@ -424,7 +424,7 @@ impl<'b> Triggers<'b> {
         }
         let end = end.min(self.bytes.len());
         let hay = self.bytes.get(self.floor..end).unwrap_or_default();
-        let found = memrchr3(b'\\', b'%', b'&', hay).map(|k| self.floor + k);
+        let found = rfind_trigger(hay).map(|k| self.floor + k);
         self.found = Some((found, end));
         found
     }
