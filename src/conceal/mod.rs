@@ -49,7 +49,6 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::config::env::Env;
 #[cfg(any(test, fuzzing))]
 use maps::{Raw, Window};
 use patterns::{Matcher, compile};
@@ -269,31 +268,17 @@ impl Concealer {
         Concealer::build(parts_of(secrets, MIN_SECRET_CHARS, false).collect())
     }
 
-    /// As [`Concealer::new`], plus the value of every variable in `env` whose
-    /// name is credential-shaped (contains `TOKEN`, `SECRET`, `PASSWORD`,
-    /// `PASSWD`, `CREDENTIAL`, `PRIVATE_KEY`, `API_KEY`, `APIKEY`,
-    /// `ACCESS_KEY`, `SESSION_KEY`, or the word `AUTH`, in any case) and whose value,
-    /// trimmed, is at least 8 characters long. The trimmed value is what gets
-    /// concealed; a value that holds line breaks (a key in PEM) is concealed
-    /// line by line, each line trimmed and at least 8 characters long.
-    ///
-    /// ```
-    /// use meterwire::{Concealer, Env};
-    ///
-    /// let env = Env::from_pairs([
-    ///     ("GITHUB_TOKEN", "ghp_0123456789abcdefghij"),
-    ///     ("HOME", "/home/predictor"),
-    /// ]);
-    /// let concealer = Concealer::with_env([], &env);
-    /// assert_eq!(
-    ///     concealer.conceal("ghp_0123456789abcdefghij in /home/predictor"),
-    ///     "[redacted] in /home/predictor",
-    /// );
-    /// ```
-    pub fn with_env<'a>(secrets: impl IntoIterator<Item = &'a str>, env: &Env) -> Concealer {
+    /// As [`Concealer::new`], plus the value of every variable of
+    /// `variables` whose name is credential-shaped ([`is_credential_name`])
+    /// and whose value, trimmed, is at least 8 characters long, line by
+    /// line: what `Concealer::with_env` conceals of an environment.
+    pub(crate) fn with_variables<'a, 'v>(
+        secrets: impl IntoIterator<Item = &'a str>,
+        variables: impl IntoIterator<Item = (&'v str, &'v str)>,
+    ) -> Concealer {
         let mut all: Vec<&str> = parts_of(secrets, MIN_SECRET_CHARS, false).collect();
-        let values = env
-            .iter()
+        let values = variables
+            .into_iter()
             .filter(|(name, _)| is_credential_name(name))
             .map(|(_, value)| value);
         all.extend(parts_of(values, MIN_ENV_SECRET_CHARS, true));
@@ -629,8 +614,8 @@ mod tests {
         );
         // Each line of a value is concealed wherever it stands, and no
         // form spans the blank line of the secret given in code.
-        let env = Env::from_pairs([("PRIVATE_KEY", pem)]);
-        let concealer = Concealer::with_env(["first-part\n\nsecond-part"], &env);
+        let concealer =
+            Concealer::with_variables(["first-part\n\nsecond-part"], [("PRIVATE_KEY", pem)]);
         assert_eq!(
             concealer.conceal("MIIEvQIBADANBgkq and first-part\n\nsecond-part"),
             format!("{REDACTED} and {REDACTED}\n\n{REDACTED}")
