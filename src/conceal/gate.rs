@@ -5,9 +5,9 @@
 //! Every byte of a hit's source is a pattern byte, a byte of an escape
 //! that decodes to one (a trigger, hex digits, a name, `#`, `;`, `{`,
 //! `}`), or a line break a joined view drops, in every view and two layers
-//! deep (`DESIGN.md`, "Only where a hit fits"). None of those is a
-//! [`separator`](super::patterns::Search::separator), so a hit's source is
-//! a run of non-separators at least as long as its pattern, whatever it
+//! deep. None of those is a
+//! [`separator`](super::patterns::Search::separator), so a hit's source
+//! is a run of non-separators at least as long as its pattern, whatever it
 //! decodes to. Generated text has a space every few bytes and JSON a quote
 //! every few more: a run of 32 bytes with neither is a token, a hash, a
 //! base64 blob or a long URL, and everything else (the escaped newlines,

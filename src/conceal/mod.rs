@@ -20,7 +20,11 @@
 //! on the bytes near it), so a text arriving in pieces is concealed by a
 //! [`stream::ConcealStream`] exactly as whole, piece by piece.
 //!
-//! The design, and why it is linear: `DESIGN.md` in the repository.
+//! Concealing is linear in the length of the text: the decoders read each
+//! escape a bounded number of times, the views are decoded only around
+//! the escapes that can matter and only where a hit fits, each view is
+//! searched once by an automaton built in time linear in the secrets, and
+//! the spans are merged once.
 
 mod alike;
 mod arch;
@@ -251,7 +255,7 @@ fn parts_of<'a>(
 
 impl Concealer {
     /// A concealer for these secrets. Each is concealed as itself and in
-    /// every encoded form (see the module docs); a secret shorter than 4
+    /// every encoded form (see [`Concealer::conceal`]); a secret shorter than 4
     /// characters is ignored. A secret that holds a blank line is concealed
     /// as the parts between its blank lines (no form spans a blank line).
     ///
@@ -315,8 +319,9 @@ impl Concealer {
     /// learned, in this concealer and every clone of it, from the next
     /// text on (a stream already open included): the tokens a file that
     /// rotates held last, which replace those held before. The caller keeps
-    /// the set bounded, so each rotation rebuilds over a bounded number of
-    /// secrets (`DESIGN.md`, "Tokens that rotate").
+    /// the set bounded (the current token and the eight before it), so each
+    /// rotation rebuilds over a bounded number of secrets, however many
+    /// rotations came before.
     pub(crate) fn hold<'a>(&self, tokens: impl IntoIterator<Item = &'a str>) {
         let parts: Vec<&str> = parts_of(tokens, MIN_SECRET_CHARS, false).collect();
         self.inner.rcu(|inner| {

@@ -1,6 +1,7 @@
 //! How far the concealer reads: whether a byte of a text is concealed
-//! depends only on the bytes within a radius of it (`DESIGN.md`,
-//! "Locality"), and a stream holds back at most twice that.
+//! depends only on the bytes within a radius of it (the concealer is
+//! local: every escape, base64 neighbour and span edge it reads is
+//! bounded), and a stream holds back at most twice that.
 
 use super::Concealer;
 use super::patterns::{Matcher, Search};

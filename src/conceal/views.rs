@@ -289,7 +289,8 @@ impl Holds {
 /// byte after a run is escaped depends on the parity of the whole run,
 /// however long: a reader sees `\u002B` after 1,001 backslashes and not
 /// after 1,000. That is the one reading of the decoders that is not local
-/// (`DESIGN.md`, "Locality"), so a run of at least `2 * reach + 2`
+/// (whether a byte is concealed must depend only on the bytes near it, see
+/// `reach.rs`), so a run of at least `2 * reach + 2`
 /// backslashes is read in two views, one for each parity: its first
 /// `reach` as from its start, its last `reach` (`odd`: and one more, which
 /// escapes the byte after the run) paired from there, and the rest

@@ -26,8 +26,9 @@ pub(crate) const MAX_REF_NAME: usize = 32;
 /// The most digits a numeric reference is read with (`&#x` and 14 digits
 /// and `;` is 18 bytes, as long as `&DiacriticalGrave;`, the longest name
 /// decoded). Leading zeros are legal, so a browser reads on; but a form
-/// of a secret must be bounded for the concealer to be local (`DESIGN.md`,
-/// "Locality"), and no writer pads a number to more.
+/// of a secret must be bounded for the concealer to be local (whether a
+/// byte is concealed depends only on the bytes near it, so that a text in
+/// pieces is concealed as whole), and no writer pads a number to more.
 pub(crate) const MAX_REF_DIGITS: usize = 14;
 
 /// The value of each byte as a hex digit, either case; 0xFF for the rest.

@@ -8,7 +8,7 @@
 //! two (buildbot's masker, still open); holding whole lines misses a token
 //! hard-wrapped across two; flushing a hold-back on a timer leaks whatever
 //! was held. This type relies on the concealer being *local* instead
-//! (`DESIGN.md`, "Locality"): whether a byte is concealed depends only on
+//! (`reach.rs`): whether a byte is concealed depends only on
 //! the bytes within [`Concealer::reach`] of it, and on none at all across
 //! a *barrier*, a byte that no form can hold or reach over:
 //!

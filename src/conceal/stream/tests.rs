@@ -206,8 +206,6 @@ proptest! {
     }
 }
 
-/// The figure `DESIGN.md` derives for a 32-character token: hex of 64
-/// bytes, each up to 1,620 bytes of text, and the rest.
 #[test]
 fn a_complete_event_is_released_before_the_next_byte_arrives() {
     let concealer = Concealer::new([TOKEN]);
