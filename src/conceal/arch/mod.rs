@@ -385,6 +385,14 @@ mod tests {
         agrees_with_the_naive_reading::<sse2::Sse2>();
     }
 
+    /// The build CI runs the concealer's tests with to cover the twin does
+    /// run it.
+    #[cfg(meterwire_portable)]
+    #[test]
+    fn the_portable_build_runs_the_twin() {
+        assert!(std::any::type_name::<Native>().ends_with("Words"));
+    }
+
     #[test]
     fn a_text_with_none_of_the_view_bytes_is_told_apart_at_any_length() {
         for len in 0..80 {
