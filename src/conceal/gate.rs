@@ -29,7 +29,7 @@
 //! before the stretch is one.
 
 use super::arch::words::{WORD, splat, word_at, zero_bytes};
-use super::arch::{Chunk, Cut, Kernels, Native, ONE, SPACE_QUOTE, TWO};
+use super::arch::{Cut, Kernels, Native, ONE, SPACE_QUOTE, TWO};
 /// How many bytes one pass of the compares covers: eight vectors, folded
 /// into one.
 const BLOCK: usize = 128;
@@ -47,19 +47,24 @@ pub(super) struct Gate {
     /// The shortest run a hit fits in: the shortest pattern.
     shortest: usize,
     /// Every run of `shortest` bytes holds a whole aligned chunk of this
-    /// many: 8 or 16.
-    chunk: Chunk,
+    /// many (8 or 16), or two side by side (of 4).
+    chunk: usize,
 }
 
 impl Gate {
     /// The gate for patterns of at least `shortest` bytes, given which bytes
     /// are separators; `None` when runs that short are too common to be
-    /// worth finding (a pattern under 15 bytes) or no byte it could cut
-    /// at is a separator.
+    /// worth finding (a pattern under 11 bytes: plain JSON is mostly runs
+    /// of 7 to 10 between its quotes, which the gate would look at one by
+    /// one where the automaton reads them all in one pass) or no byte it
+    /// could cut at is a separator.
     pub(super) fn new(shortest: usize, separator: &[bool; 256]) -> Option<Gate> {
+        // A run of at least `(k + 1) c - 1` bytes holds `k` whole aligned
+        // chunks of `c` side by side.
         let chunk = match shortest {
-            31.. => Chunk::Sixteen,
-            15..=30 => Chunk::Eight,
+            31.. => 16,
+            15..=30 => 8,
+            11..=14 => 4,
             _ => return None,
         };
         let mut cuts = CUTS.iter().copied().filter(|&b| separator[usize::from(b)]);
@@ -86,43 +91,59 @@ impl Gate {
     /// order, as it is found: nothing is gathered first.
     pub(super) fn each_stretch(&self, text: &[u8], stretch: impl FnMut(usize, usize)) {
         let cut = Cut::of(self.cut[0], self.cut[1]);
-        // One loop per shape of cut, so that its compares are constants.
+        // One loop per shape of cut and size of chunk, so that a block's
+        // compares and folds are constants.
         match cut.shape() {
-            SPACE_QUOTE => self.stretches_by::<SPACE_QUOTE>(text, cut, stretch),
-            ONE => self.stretches_by::<ONE>(text, cut, stretch),
-            _ => self.stretches_by::<TWO>(text, cut, stretch),
+            SPACE_QUOTE => self.by_chunk::<SPACE_QUOTE>(text, cut, stretch),
+            ONE => self.by_chunk::<ONE>(text, cut, stretch),
+            _ => self.by_chunk::<TWO>(text, cut, stretch),
         }
     }
 
     /// [`Gate::each_stretch`], for a cut of shape `SHAPE`.
-    fn stretches_by<const SHAPE: u8>(
+    fn by_chunk<const SHAPE: u8>(&self, text: &[u8], cut: Cut, stretch: impl FnMut(usize, usize)) {
+        match self.chunk {
+            16 => self.stretches_by::<SHAPE, 16>(text, cut, stretch),
+            8 => self.stretches_by::<SHAPE, 8>(text, cut, stretch),
+            _ => self.stretches_by::<SHAPE, 4>(text, cut, stretch),
+        }
+    }
+
+    /// [`Gate::each_stretch`], for a cut of shape `SHAPE` and chunks of
+    /// `CHUNK` bytes.
+    fn stretches_by<const SHAPE: u8, const CHUNK: usize>(
         &self,
         text: &[u8],
         cut: Cut,
         mut stretch: impl FnMut(usize, usize),
     ) {
         let cut = Native::cut(cut);
-        let chunk = self.chunk_len();
         // No run starts before `from`: the byte before it ended the last.
         let mut from = 0;
         let mut base = 0;
         while base < text.len() {
-            let mut clean = self.clean_chunks::<SHAPE>(text, base, &cut);
+            let mut clean = self.clean_chunks::<SHAPE, CHUNK>(text, base, &cut);
+            if CHUNK == 4 {
+                // Two clean chunks side by side, or the block's last, whose
+                // neighbour is the next block's first: most runs of four
+                // bytes between separators are shorter than eleven.
+                clean &= (clean >> 1) | 1 << 31;
+            }
             while clean != 0 {
-                let at = base + chunk * clean.trailing_zeros() as usize;
+                let at = base + CHUNK * clean.trailing_zeros() as usize;
                 clean &= clean - 1;
                 if at < from {
                     continue;
                 }
-                let near = self.near_ends::<SHAPE>(text, at, &cut);
-                let (start, end) = self.run_around(text, from, at, near);
+                let near = self.near_ends::<SHAPE, CHUNK>(text, at, &cut);
+                let (start, end) = self.run_around(text, from, at, CHUNK, near);
                 if end - start >= self.shortest {
                     stretch(start, (end + 1).min(text.len()));
                 }
                 from = end + 1;
                 // The chunks of this block that start inside the run are
                 // clean too, and done with.
-                let past = (from - base).div_ceil(chunk);
+                let past = (from - base).div_ceil(CHUNK);
                 clean &= u32::MAX
                     .checked_shl(u32::try_from(past).unwrap_or(u32::MAX))
                     .unwrap_or(0);
@@ -133,17 +154,9 @@ impl Gate {
         }
     }
 
-    /// How many bytes a chunk holds.
-    fn chunk_len(&self) -> usize {
-        match self.chunk {
-            Chunk::Eight => 8,
-            Chunk::Sixteen => 16,
-        }
-    }
-
-    /// The run with no cut byte around the chunk at `at`, which has none:
-    /// from after the last cut byte before it (not before `from`) to the
-    /// first one after it (or the end of the text).
+    /// The run with no cut byte around the chunk of `chunk` bytes at `at`,
+    /// which has none: from after the last cut byte before it (not before
+    /// `from`) to the first one after it (or the end of the text).
     ///
     /// Most runs end within a few words of the chunk: the caller's `near`
     /// ends, found by [`Gate::near_ends`], when it has them; otherwise
@@ -154,6 +167,7 @@ impl Gate {
         text: &[u8],
         from: usize,
         at: usize,
+        chunk: usize,
         near: (Option<usize>, Option<usize>),
     ) -> (usize, usize) {
         let [a, b] = self.cut;
@@ -178,7 +192,7 @@ impl Gate {
             let before = text.get(from..start).unwrap_or_default();
             memchr::memrchr2(a, b, before).map_or(from, |k| from + k + 1)
         });
-        let mut end = (at + self.chunk_len()).min(text.len());
+        let mut end = (at + chunk).min(text.len());
         let found_end = loop {
             if near.1.is_some() {
                 break near.1;
@@ -207,7 +221,7 @@ impl Gate {
     /// `from` (the caller's) is the cut byte that ended the last run, so a
     /// start found this way is never before `from`.
     #[inline(always)]
-    fn near_ends<const SHAPE: u8>(
+    fn near_ends<const SHAPE: u8, const CHUNK: usize>(
         &self,
         text: &[u8],
         at: usize,
@@ -222,7 +236,7 @@ impl Gate {
             .checked_sub(16)
             .and_then(cuts)
             .map(|mask| at - mask.leading_zeros() as usize);
-        let after = at + self.chunk_len();
+        let after = at + CHUNK;
         let end = cuts(after).map(|mask| after + mask.trailing_zeros() as usize);
         (start, end)
     }
@@ -230,7 +244,7 @@ impl Gate {
     /// One bit per chunk of the block at `base` (the block padded past the
     /// end of the text with cut bytes) that holds no cut byte.
     #[inline(always)]
-    fn clean_chunks<const SHAPE: u8>(
+    fn clean_chunks<const SHAPE: u8, const CHUNK: usize>(
         &self,
         text: &[u8],
         base: usize,
@@ -238,13 +252,13 @@ impl Gate {
     ) -> u32 {
         let rest = text.get(base..).unwrap_or_default();
         match rest.first_chunk::<BLOCK>() {
-            Some(block) => Native::clean::<SHAPE>(cut, block, self.chunk),
+            Some(block) => Native::clean::<SHAPE, CHUNK>(cut, block),
             None => {
                 let mut padded = [self.cut[0]; BLOCK];
                 if let Some(to) = padded.get_mut(..rest.len()) {
                     to.copy_from_slice(rest);
                 }
-                Native::clean::<SHAPE>(cut, &padded, self.chunk)
+                Native::clean::<SHAPE, CHUNK>(cut, &padded)
             }
         }
     }
@@ -297,9 +311,9 @@ mod tests {
     fn stretches_agree_with_a_plain_search_at_every_length_and_place() {
         // Runs of every length near the thresholds, at every alignment,
         // between cut bytes and at both ends of the text.
-        for shortest in [15, 16, 24, 30, 31, 32, 40, 64] {
+        for shortest in [11, 12, 13, 14, 15, 16, 24, 30, 31, 32, 40, 64] {
             for lead in 0..40 {
-                for len in [14, 15, 16, 29, 30, 31, 32, 33, 63, 64, 65, 130] {
+                for len in [6, 7, 8, 13, 14, 15, 16, 29, 30, 31, 32, 33, 63, 64, 65, 130] {
                     let mut text = vec![b'x'; lead];
                     text.push(b' ');
                     text.extend(std::iter::repeat_n(b'a', len));
@@ -319,7 +333,7 @@ mod tests {
 
     #[test]
     fn no_gate_for_short_patterns_or_without_a_separator_to_cut_at() {
-        assert!(Gate::new(14, &[true; 256]).is_none());
+        assert!(Gate::new(10, &[true; 256]).is_none());
         assert!(Gate::new(32, &[false; 256]).is_none());
         let only_colon: [bool; 256] = std::array::from_fn(|b| b == usize::from(b':'));
         let gate = Gate::new(16, &only_colon).map(|g| g.cut);

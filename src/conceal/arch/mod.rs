@@ -123,14 +123,6 @@ pub(super) const TWO: u8 = 1;
 /// [`Cut::SpaceQuote`]: an `or` and one compare.
 pub(super) const SPACE_QUOTE: u8 = 2;
 
-/// How many bytes of a gate's block one bit of [`Kernels::clean`] stands
-/// for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Chunk {
-    Eight,
-    Sixteen,
-}
-
 /// The kernels, one implementation per way of reading many bytes at once.
 /// Each is a pure function of the bytes it is given, and gives exactly
 /// what reading them one at a time gives (the tests below).
@@ -159,9 +151,11 @@ pub(super) trait Kernels {
     /// a cut of shape `SHAPE` ([`Cut::shape`]).
     fn cut16<const SHAPE: u8>(cut: &Self::Cut, chunk: &[u8; 16]) -> u32;
 
-    /// One bit per chunk of `block` (8 or 16 bytes, the first the lowest
-    /// bit) that holds no byte cut at, for a cut of shape `SHAPE`.
-    fn clean<const SHAPE: u8>(cut: &Self::Cut, block: &[u8; 128], chunk: Chunk) -> u32;
+    /// One bit per chunk of `CHUNK` bytes of `block` (4, 8 or 16, the
+    /// first chunk the lowest bit) that holds no byte cut at, for a cut of
+    /// shape `SHAPE`. Both are constants in each caller, so that a block's
+    /// kernel has no branch.
+    fn clean<const SHAPE: u8, const CHUNK: usize>(cut: &Self::Cut, block: &[u8; 128]) -> u32;
 }
 
 /// The set a view cares about ([`VIEW_BYTES`]), in the kernels the crate
@@ -246,13 +240,9 @@ mod tests {
             .fold(0, |mask, (i, _)| mask | 1 << i)
     }
 
-    fn naive_clean(block: &[u8; 128], cut: Cut, chunk: Chunk) -> u32 {
-        let size = match chunk {
-            Chunk::Eight => 8,
-            Chunk::Sixteen => 16,
-        };
+    fn naive_clean(block: &[u8; 128], cut: Cut, chunk: usize) -> u32 {
         block
-            .chunks(size)
+            .chunks(chunk)
             .enumerate()
             .filter(|(_, part)| !part.iter().any(|&b| cut.cuts(b)))
             .fold(0, |mask, (i, _)| mask | 1 << i)
@@ -363,11 +353,15 @@ mod tests {
                 b'a', b'b', b'\x80', b'!', b'a', b'a', b'#', b'a', b' ', b',',
             ];
             for block in [rng.block::<128>(ALPHABET), rng.block::<128>(&sparse)] {
-                for chunk in [Chunk::Eight, Chunk::Sixteen] {
+                for (chunk, clean) in [
+                    (4, K::clean::<SHAPE, 4>(&prepared, &block)),
+                    (8, K::clean::<SHAPE, 8>(&prepared, &block)),
+                    (16, K::clean::<SHAPE, 16>(&prepared, &block)),
+                ] {
                     assert_eq!(
-                        K::clean::<SHAPE>(&prepared, &block, chunk),
+                        clean,
                         naive_clean(&block, cut, chunk),
-                        "{cut:?} {chunk:?} {block:?}"
+                        "{cut:?} {chunk} {block:?}"
                     );
                 }
             }

@@ -6,7 +6,7 @@ use safe_arch::{
     pack_i16_to_i8_m128i, set_splat_i8_m128i, zeroed_m128i,
 };
 
-use super::{Chunk, Cut, Kernels, MOST, ONE, SPACE_QUOTE};
+use super::{Cut, Kernels, MOST, ONE, SPACE_QUOTE};
 
 /// SSE2: sixteen bytes a compare.
 pub(in crate::conceal) struct Sse2;
@@ -98,22 +98,25 @@ impl Kernels for Sse2 {
     }
 
     #[inline(always)]
-    fn clean<const SHAPE: u8>(cut: &[m128i; 2], block: &[u8; 128], chunk: Chunk) -> u32 {
+    fn clean<const SHAPE: u8, const CHUNK: usize>(cut: &[m128i; 2], block: &[u8; 128]) -> u32 {
         let part = |k: usize| cuts::<SHAPE>(cut, part(block, k));
         // Each pack folds two bytes into one, and what is not zero stays
-        // so (saturation never makes zero): after four, a byte stands for
-        // 8 bytes of the block; after five, for 16.
+        // so (saturation never makes zero): after two, a byte stands for 4
+        // bytes of the block; after three, for 8; after four, for 16.
         let pack = pack_i16_to_i8_m128i;
         let quarters = [
             pack(pack(part(0), part(1)), pack(part(2), part(3))),
             pack(pack(part(4), part(5)), pack(part(6), part(7))),
         ];
-        let eighths = pack(quarters[0], quarters[1]);
         let zero = zeroed_m128i();
         let clean = |folded: m128i| bits(cmp_eq_mask_i8_m128i(folded, zero));
-        match chunk {
-            Chunk::Eight => clean(eighths),
-            Chunk::Sixteen => clean(pack(eighths, eighths)) & 0xFF,
+        if CHUNK == 4 {
+            return clean(quarters[0]) | clean(quarters[1]) << 16;
         }
+        let eighths = pack(quarters[0], quarters[1]);
+        if CHUNK == 16 {
+            return clean(pack(eighths, eighths)) & 0xFF;
+        }
+        clean(eighths)
     }
 }

@@ -1,7 +1,7 @@
 //! The kernels with plain `u64` words, eight bytes at a time (SWAR): what
 //! any target runs, and the twin the SSE2 kernels are held to.
 
-use super::{Chunk, Cut, Kernels, MOST, ONE, SPACE_QUOTE};
+use super::{Cut, Kernels, MOST, ONE, SPACE_QUOTE};
 
 /// Eight bytes a word.
 pub(in crate::conceal) struct Words;
@@ -105,19 +105,24 @@ impl Kernels for Words {
     }
 
     #[inline(always)]
-    fn clean<const SHAPE: u8>(cut: &[u64; 2], block: &[u8; 128], chunk: Chunk) -> u32 {
+    fn clean<const SHAPE: u8, const CHUNK: usize>(cut: &[u64; 2], block: &[u8; 128]) -> u32 {
         let dirty = |k: usize| cuts::<SHAPE>(cut, word_at(block, k * WORD)) != 0;
-        match chunk {
-            Chunk::Eight => {
-                (0..128 / WORD).fold(0, |clean, k| if dirty(k) { clean } else { clean | 1 << k })
-            }
-            Chunk::Sixteen => (0..128 / 16).fold(0, |clean, k| {
+        match CHUNK {
+            // Two chunks a word: its low four bytes, then its high four.
+            4 => (0..128 / WORD).fold(0, |clean, k| {
+                let cuts = cuts::<SHAPE>(cut, word_at(block, k * WORD));
+                let low = u32::from(cuts & 0x0000_0000_8080_8080 == 0);
+                let high = u32::from(cuts & 0x8080_8080_0000_0000 == 0);
+                clean | (low | high << 1) << (2 * k)
+            }),
+            16 => (0..128 / 16).fold(0, |clean, k| {
                 if dirty(2 * k) || dirty(2 * k + 1) {
                     clean
                 } else {
                     clean | 1 << k
                 }
             }),
+            _ => (0..128 / WORD).fold(0, |clean, k| if dirty(k) { clean } else { clean | 1 << k }),
         }
     }
 }
