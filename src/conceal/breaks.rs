@@ -15,6 +15,7 @@ use crate::text::syntax::LONGEST_ESCAPE;
 
 /// The line break that starts at `p`, as its length: `\r\n`, `\n` or `\r`,
 /// raw or JSON-escaped (a backslash and `n`, `r`, or both pairs).
+#[inline]
 pub(super) fn line_break(hay: &[u8], p: usize) -> Option<usize> {
     match (hay.get(p)?, hay.get(p + 1)) {
         (b'\r', Some(b'\n')) => Some(2),
@@ -27,6 +28,7 @@ pub(super) fn line_break(hay: &[u8], p: usize) -> Option<usize> {
 
 /// The line break that ends at `p`, as its length, read as [`line_break`]
 /// reads it from its start.
+#[inline]
 pub(super) fn break_ending_at(hay: &[u8], p: usize) -> Option<usize> {
     let ends = |s: &[u8]| p >= s.len() && hay.get(p - s.len()..p) == Some(s);
     [&b"\r\n"[..], b"\n", b"\r", br"\r\n", br"\n", br"\r"]
