@@ -116,6 +116,31 @@ impl Cut {
     }
 }
 
+/// The first [`MOST`] of `bytes`, zeros after them: what a kernel's set
+/// repeats across its lanes.
+#[inline(always)]
+pub(super) fn needles(bytes: &[u8]) -> [u8; MOST] {
+    let mut needles = [0u8; MOST];
+    for (slot, &b) in needles.iter_mut().zip(bytes) {
+        *slot = b;
+    }
+    needles
+}
+
+impl Cut {
+    /// The two bytes a kernel compares with, for its shape: the byte
+    /// twice, the two bytes, or the bit a space and a quote differ in and
+    /// the quote (a byte `or` the bit is a quote).
+    #[inline(always)]
+    pub(super) fn operands(self) -> [u8; 2] {
+        match self {
+            Cut::One(a) => [a, a],
+            Cut::Two(a, b) => [a, b],
+            Cut::SpaceQuote => [0x02, b'"'],
+        }
+    }
+}
+
 /// A [`Cut`] of one byte, as a kernel's `SHAPE`: one compare.
 pub(super) const ONE: u8 = 0;
 /// A [`Cut`] of two bytes: two compares.
@@ -198,16 +223,16 @@ pub(super) fn holds_none(text: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    /// A small generator, so that every run tries the same blocks.
+    /// A small generator (xorshift), so that every run tries the same
+    /// blocks.
     struct Rng(u64);
 
     impl Rng {
         fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
         }
 
         /// A block of bytes drawn from `alphabet`, some runs of one byte.

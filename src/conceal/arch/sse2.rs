@@ -6,7 +6,7 @@ use safe_arch::{
     pack_i16_to_i8_m128i, set_splat_i8_m128i, zeroed_m128i,
 };
 
-use super::{Cut, Kernels, MOST, ONE, SPACE_QUOTE};
+use super::{Cut, Kernels, MOST, ONE, SPACE_QUOTE, needles};
 
 /// SSE2: sixteen bytes a compare.
 pub(in crate::conceal) struct Sse2;
@@ -65,11 +65,7 @@ impl Kernels for Sse2 {
 
     #[inline(always)]
     fn set(bytes: &[u8]) -> [m128i; MOST] {
-        let mut needles = [0u8; MOST];
-        for (slot, &b) in needles.iter_mut().zip(bytes) {
-            *slot = b;
-        }
-        needles.map(splat)
+        needles(bytes).map(splat)
     }
 
     #[inline(always)]
@@ -85,11 +81,7 @@ impl Kernels for Sse2 {
 
     #[inline(always)]
     fn cut(cut: Cut) -> [m128i; 2] {
-        match cut {
-            Cut::One(a) => [splat(a), splat(a)],
-            Cut::Two(a, b) => [splat(a), splat(b)],
-            Cut::SpaceQuote => [splat(0x02), splat(b'"')],
-        }
+        cut.operands().map(splat)
     }
 
     #[inline(always)]

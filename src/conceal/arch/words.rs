@@ -1,7 +1,7 @@
 //! The kernels with plain `u64` words, eight bytes at a time (SWAR): what
 //! any target runs, and the twin the SSE2 kernels are held to.
 
-use super::{Cut, Kernels, MOST, ONE, SPACE_QUOTE};
+use super::{Cut, Kernels, MOST, ONE, SPACE_QUOTE, needles};
 
 /// Eight bytes a word.
 pub(in crate::conceal) struct Words;
@@ -67,11 +67,7 @@ impl Kernels for Words {
 
     #[inline(always)]
     fn set(bytes: &[u8]) -> [u64; MOST] {
-        let mut needles = [0u8; MOST];
-        for (slot, &b) in needles.iter_mut().zip(bytes) {
-            *slot = b;
-        }
-        needles.map(splat)
+        needles(bytes).map(splat)
     }
 
     #[inline(always)]
@@ -90,11 +86,7 @@ impl Kernels for Words {
 
     #[inline(always)]
     fn cut(cut: Cut) -> [u64; 2] {
-        match cut {
-            Cut::One(a) => [splat(a), splat(a)],
-            Cut::Two(a, b) => [splat(a), splat(b)],
-            Cut::SpaceQuote => [splat(0x02), splat(b'"')],
-        }
+        cut.operands().map(splat)
     }
 
     #[inline(always)]
