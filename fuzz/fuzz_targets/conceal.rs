@@ -14,7 +14,11 @@
 //! percent-decoded, HTML-reference-decoded, all three at once (the mixtures
 //! an engine's echoes mix); each of those composed with each (two layers, as the
 //! concealer promises); and every maximal base64 or base64url run of each
-//! of those, at each of the four offsets. None may hold the token.
+//! of those, at each of the four offsets. None may hold the token, nor any
+//! base64 the token cut short by up to three bytes at either end with five
+//! of them kept. So a marker that left an escape's opening beside it, to be
+//! read with fewer digits (`&#56` before the marker reads `8`), is found in
+//! the reading that decodes it.
 
 #![no_main]
 
@@ -115,7 +119,8 @@ fn expand(rest: &[u8], token: &[u8]) -> Vec<u8> {
 
 /// The token as an engine might echo it: the low three bits of `op` pick
 /// the form, the high five vary it (the token as itself, when they are not
-/// zero, is hard-wrapped by a break of [`BREAKS`]).
+/// zero, is hard-wrapped by a break of [`BREAKS`]; base64, when the highest
+/// is set, is of the token cut short).
 fn encode(token: &[u8], op: u8) -> Vec<u8> {
     let seed = op >> 3;
     match op & 7 {
@@ -158,7 +163,16 @@ fn encode(token: &[u8], op: u8) -> Vec<u8> {
                 b"ab\n",
             ];
             let mut plain = prefixes[usize::from(seed % 8)].to_vec();
-            plain.extend(token);
+            // An echo cut short: up to three bytes less at either end,
+            // five kept.
+            let cut = if seed & 16 != 0 && token.len() > 5 {
+                let front = usize::from(seed % 4).min(token.len() - 5);
+                let back = usize::from((seed >> 1) % 4).min(token.len() - 5 - front);
+                &token[front..token.len() - back]
+            } else {
+                token
+            };
+            plain.extend(cut);
             if seed & 8 != 0 {
                 plain.extend(b"\"}");
             }
@@ -168,6 +182,29 @@ fn encode(token: &[u8], op: u8) -> Vec<u8> {
                 URL_SAFE_NO_PAD.encode(&plain)
             };
             encoded.into_bytes()
+        }
+        // The token less its last character, that character's reference
+        // cut short of its `;` (the reference's `&` written as itself, or
+        // escaped once more), then the token's hex: the hex's digits go on
+        // with the reference's.
+        7 if seed != 0 && token.len() >= 2 => {
+            let (head, last) = token.split_at(token.len() - 1);
+            let last = last[0];
+            let mut out = head.to_vec();
+            let reference = match seed % 4 {
+                0 => format!("&#{last}"),
+                1 => format!("&#x{last:x}"),
+                2 => format!("&amp;#{last}"),
+                _ => format!("%26%23{last}"),
+            };
+            out.extend(reference.bytes());
+            let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
+            if seed & 4 != 0 {
+                out.extend(hex.to_ascii_uppercase().bytes());
+            } else {
+                out.extend(hex.bytes());
+            }
+            out
         }
         // base64 in a percent-encoded query: `+`, `/` and `=` escaped.
         _ => {
@@ -301,8 +338,12 @@ fn reading_of(out: &[u8], token: &[u8], mask_marker: bool, skip_open_end: bool) 
                 }
                 let run = &reading[start..end];
                 for offset in 0..4 {
-                    if contains(&base64(&run[offset.min(run.len())..], value), token) {
-                        return Some(format!("{name}, {alphabet} at offset {offset}"));
+                    let decoded = base64(&run[offset.min(run.len())..], value);
+                    if let Some(cut) = cuts(token).find(|cut| contains(&decoded, cut)) {
+                        let kept = cut.len();
+                        return Some(format!(
+                            "{name}, {alphabet} at offset {offset} ({kept} bytes of the token)"
+                        ));
                     }
                 }
             }
@@ -352,6 +393,16 @@ fn ends_in_open_escape(token: &[u8]) -> bool {
             _ => false,
         }
     })
+}
+
+/// The token cut short by up to three bytes at either end, keeping at
+/// least five of them (or the token itself, when it is too short to be
+/// cut so): what its base64 may not hold.
+fn cuts(token: &[u8]) -> impl Iterator<Item = &[u8]> {
+    (0..=3)
+        .flat_map(move |front| (0..=3).map(move |back| (front, back)))
+        .filter_map(move |(front, back)| token.get(front..token.len().checked_sub(back)?))
+        .filter(move |cut| cut.len() >= 5 || cut.len() == token.len())
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

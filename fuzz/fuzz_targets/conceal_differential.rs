@@ -12,7 +12,8 @@
 //! - every form of a secret the concealer knows (raw, hex, JSON and
 //!   JavaScript escapes, lenient backslashes, percent-encoding, HTML
 //!   references with leading zeros and legacy names, base64 behind a
-//!   prefix, two layers), whole, partial or mutated;
+//!   prefix, of the secret or of it cut short, two layers), whole,
+//!   partial or mutated;
 //! - runs of triggers and half escapes (`\\\u002B`, `%%41`, `&&#43;`,
 //!   `\u00`), whose reading depends on where the decoding starts;
 //! - base64 runs that a core hit reaches into: long, wrapped at any width,
@@ -105,10 +106,11 @@ fuzz_target!(|data: &[u8]| {
                 !kept.contains(secret.as_str()),
                 "{secret:?} kept as itself in {windowed:?}\n text: {text:?}"
             );
-            for core in cores(secret) {
+            for core in cut_cores(secret.as_bytes()) {
                 assert!(
                     !kept.contains(core.as_str()),
-                    "the base64 core {core:?} of {secret:?} kept in {windowed:?}\n text: {text:?}"
+                    "the base64 core {core:?} of {secret:?}, or of it cut short, kept in \
+                     {windowed:?}\n text: {text:?}"
                 );
             }
         }
@@ -118,16 +120,34 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
+/// The base64 cores of `secret` and of every cut of it by up to three
+/// bytes at either end that keeps five: what the base64 of an echo cut
+/// short holds.
+fn cut_cores(secret: &[u8]) -> Vec<String> {
+    let mut all = Vec::new();
+    for front in 0..=3 {
+        for back in 0..=3 {
+            let end = secret.len().saturating_sub(back);
+            if let Some(cut) = secret.get(front..end)
+                && (cut.len() >= 5 || front + back == 0)
+            {
+                all.extend(cores(cut));
+            }
+        }
+    }
+    all
+}
+
 /// The base64 cores of `secret`, as the concealer's contract defines
 /// them and computed apart from it: at each alignment (0, 1 or 2 bytes of
 /// a 3-byte group before it), in both alphabets, the characters of its
 /// encoding from the first that carries only its bits to the last; the
 /// ones of 4 characters or more.
-fn cores(secret: &str) -> Vec<String> {
+fn cores(secret: &[u8]) -> Vec<String> {
     let mut cores = Vec::new();
     for align in 0..3 {
         let mut data = vec![0u8; align];
-        data.extend_from_slice(secret.as_bytes());
+        data.extend_from_slice(secret);
         let head = [0, 2, 3][align];
         let tail = 4 * (data.len() / 3) + [0, 1, 2][data.len() % 3];
         for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
@@ -335,9 +355,13 @@ const WRAPS: [&str; 4] = ["\n", "\r\n", "\\n", "\\r\\n"];
 
 /// Escapes cut short, or that are no escape, runs of triggers before real
 /// ones, and a few whole escapes of characters no secret here is made of.
-const HALF_ESCAPES: [&str; 35] = [
+const HALF_ESCAPES: [&str; 39] = [
     "%",
     "%4",
+    "&#5",
+    "&#56",
+    "&#x3",
+    "&amp;#5",
     "%g1",
     "%%41",
     "%%%",
@@ -887,6 +911,18 @@ impl Generator<'_> {
     fn base64(&mut self, secret: &str) -> String {
         let engines: [GeneralPurpose; 4] = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD];
         let engine = &engines[self.rng.below(engines.len())];
+        // An echo cut short: up to three bytes less at either end, five
+        // kept, at the characters' boundaries.
+        let mut secret = secret;
+        if self.rng.chance(25) {
+            let (front, back) = (self.rng.range(0, 3), self.rng.range(0, 3));
+            let end = secret.len().saturating_sub(back);
+            if let Some(cut) = secret.get(front..end)
+                && cut.len() >= 5
+            {
+                secret = cut;
+            }
+        }
         let mut data = match self.rng.below(8) {
             0 | 1 => String::new(),
             2 => "Bearer ".to_owned(),

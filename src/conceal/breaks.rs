@@ -8,12 +8,14 @@
 //! between two bytes that are neighbours in some pattern can be inside a
 //! hit, which keeps joined views rare and exact.
 
+use super::arch::BREAKS;
 use super::escapes::{Decoded, char_ref, json_escape, lenient_escape, percent_escape};
 use super::positions::Positions;
 use crate::text::syntax::LONGEST_ESCAPE;
 
 /// The line break that starts at `p`, as its length: `\r\n`, `\n` or `\r`,
 /// raw or JSON-escaped (a backslash and `n`, `r`, or both pairs).
+#[inline]
 pub(super) fn line_break(hay: &[u8], p: usize) -> Option<usize> {
     match (hay.get(p)?, hay.get(p + 1)) {
         (b'\r', Some(b'\n')) => Some(2),
@@ -26,6 +28,7 @@ pub(super) fn line_break(hay: &[u8], p: usize) -> Option<usize> {
 
 /// The line break that ends at `p`, as its length, read as [`line_break`]
 /// reads it from its start.
+#[inline]
 pub(super) fn break_ending_at(hay: &[u8], p: usize) -> Option<usize> {
     let ends = |s: &[u8]| p >= s.len() && hay.get(p - s.len()..p) == Some(s);
     [&b"\r\n"[..], b"\n", b"\r", br"\r\n", br"\n", br"\r"]
@@ -89,7 +92,7 @@ pub(super) fn joins(
     adjacent: impl Fn(u8, u8) -> bool,
 ) -> Vec<(usize, usize)> {
     let mut breaks = LoneBreaks::new(escaped);
-    Positions::of(src, if escaped { b"\\" } else { b"\n\r" })
+    Positions::of(src, if escaped { b"\\" } else { &BREAKS })
         .filter_map(|p| breaks.visit(src, p, &adjacent))
         .collect()
 }

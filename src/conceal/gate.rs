@@ -5,9 +5,9 @@
 //! Every byte of a hit's source is a pattern byte, a byte of an escape
 //! that decodes to one (a trigger, hex digits, a name, `#`, `;`, `{`,
 //! `}`), or a line break a joined view drops, in every view and two layers
-//! deep (`DESIGN.md`, "Only where a hit fits"). None of those is a
-//! [`separator`](super::patterns::Search::separator), so a hit's source is
-//! a run of non-separators at least as long as its pattern, whatever it
+//! deep. None of those is a
+//! [`separator`](super::patterns::Search::separator), so a hit's source
+//! is a run of non-separators at least as long as its pattern, whatever it
 //! decodes to. Generated text has a space every few bytes and JSON a quote
 //! every few more: a run of 32 bytes with neither is a token, a hash, a
 //! base64 blob or a long URL, and everything else (the escaped newlines,
@@ -16,23 +16,20 @@
 //!
 //! Finding such runs costs one pass at about the speed of memory: a run of
 //! at least `2c - 1` bytes holds a whole aligned chunk of `c` bytes, so
-//! 128 bytes at a time are compared with the two cut bytes (SSE2, through
-//! `safe_arch`), each chunk's compares are folded into one byte by
-//! saturating packs, and only a chunk with none of them is looked at
-//! further: its run's ends are found a word at a time nearby, then with
-//! memchr, and it is kept when it is long enough.
+//! 128 bytes at a time are compared with the two cut bytes and folded into
+//! a bit per chunk (a kernel of `arch/`: SSE2 compares folded by
+//! saturating packs on x86_64), and only a chunk with none of them is
+//! looked at further: its run's ends are found sixteen bytes each way,
+//! then a word at a time nearby, then with memchr, and it is kept when it
+//! is long enough.
 //!
 //! A stretch is the run and the cut byte that ends it: decoding a stretch
 //! reads exactly the escapes decoding the whole text reads in it, since no
 //! escape holds a separator but as its last byte (`\"`), and the byte
 //! before the stretch is one.
 
-#[cfg(target_arch = "x86_64")]
-use safe_arch::{
-    bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, move_mask_i8_m128i,
-    pack_i16_to_i8_m128i, set_splat_i8_m128i, zeroed_m128i,
-};
-
+use super::arch::words::{WORD, splat, word_at, zero_bytes};
+use super::arch::{Cut, Kernels, Native, ONE, SPACE_QUOTE, TWO};
 /// How many bytes one pass of the compares covers: eight vectors, folded
 /// into one.
 const BLOCK: usize = 128;
@@ -50,19 +47,24 @@ pub(super) struct Gate {
     /// The shortest run a hit fits in: the shortest pattern.
     shortest: usize,
     /// Every run of `shortest` bytes holds a whole aligned chunk of this
-    /// many: 8 or 16.
+    /// many (8 or 16), or two side by side (of 4).
     chunk: usize,
 }
 
 impl Gate {
     /// The gate for patterns of at least `shortest` bytes, given which bytes
     /// are separators; `None` when runs that short are too common to be
-    /// worth finding (a pattern under 15 bytes) or no byte it could cut
-    /// at is a separator.
+    /// worth finding (a pattern under 11 bytes: plain JSON is mostly runs
+    /// of 7 to 10 between its quotes, which the gate would look at one by
+    /// one where the automaton reads them all in one pass) or no byte it
+    /// could cut at is a separator.
     pub(super) fn new(shortest: usize, separator: &[bool; 256]) -> Option<Gate> {
+        // A run of at least `(k + 1) c - 1` bytes holds `k` whole aligned
+        // chunks of `c` side by side.
         let chunk = match shortest {
             31.. => 16,
             15..=30 => 8,
+            11..=14 => 4,
             _ => return None,
         };
         let mut cuts = CUTS.iter().copied().filter(|&b| separator[usize::from(b)]);
@@ -88,72 +90,60 @@ impl Gate {
     /// Calls `stretch(start, end)` for each of [`Gate::stretches`], in
     /// order, as it is found: nothing is gathered first.
     pub(super) fn each_stretch(&self, text: &[u8], stretch: impl FnMut(usize, usize)) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let splat = |byte: u8| set_splat_i8_m128i(i8::from_ne_bytes([byte]));
-            match self.cut {
-                // A space and a quote differ in one bit: one compare finds
-                // both.
-                [b' ', b'"'] | [b'"', b' '] => {
-                    let (bit, quote) = (splat(0x02), splat(b'"'));
-                    self.stretches_by(text, stretch, |bytes| {
-                        cmp_eq_mask_i8_m128i(bitor_m128i(bytes, bit), quote)
-                    });
-                }
-                [a, b] if a == b => {
-                    let a = splat(a);
-                    self.stretches_by(text, stretch, |bytes| cmp_eq_mask_i8_m128i(bytes, a));
-                }
-                [a, b] => {
-                    let (a, b) = (splat(a), splat(b));
-                    self.stretches_by(text, stretch, |bytes| {
-                        bitor_m128i(
-                            cmp_eq_mask_i8_m128i(bytes, a),
-                            cmp_eq_mask_i8_m128i(bytes, b),
-                        )
-                    });
-                }
-            }
+        let cut = Cut::of(self.cut[0], self.cut[1]);
+        // One loop per shape of cut and size of chunk, so that a block's
+        // compares and folds are constants.
+        match cut.shape() {
+            SPACE_QUOTE => self.by_chunk::<SPACE_QUOTE>(text, cut, stretch),
+            ONE => self.by_chunk::<ONE>(text, cut, stretch),
+            _ => self.by_chunk::<TWO>(text, cut, stretch),
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        self.stretches_by(text, stretch);
     }
 
-    /// [`Gate::each_stretch`], with `cut` marking the cut bytes of 16 bytes.
-    fn stretches_by(
+    /// [`Gate::each_stretch`], for a cut of shape `SHAPE`.
+    fn by_chunk<const SHAPE: u8>(&self, text: &[u8], cut: Cut, stretch: impl FnMut(usize, usize)) {
+        match self.chunk {
+            16 => self.stretches_by::<SHAPE, 16>(text, cut, stretch),
+            8 => self.stretches_by::<SHAPE, 8>(text, cut, stretch),
+            _ => self.stretches_by::<SHAPE, 4>(text, cut, stretch),
+        }
+    }
+
+    /// [`Gate::each_stretch`], for a cut of shape `SHAPE` and chunks of
+    /// `CHUNK` bytes.
+    fn stretches_by<const SHAPE: u8, const CHUNK: usize>(
         &self,
         text: &[u8],
+        cut: Cut,
         mut stretch: impl FnMut(usize, usize),
-        #[cfg(target_arch = "x86_64")] cut: impl Fn(m128i) -> m128i,
     ) {
+        let cut = Native::cut(cut);
         // No run starts before `from`: the byte before it ended the last.
         let mut from = 0;
         let mut base = 0;
         while base < text.len() {
-            let mut clean = self.clean_chunks(
-                text,
-                base,
-                #[cfg(target_arch = "x86_64")]
-                &cut,
-            );
+            let mut clean = self.clean_chunks::<SHAPE, CHUNK>(text, base, &cut);
+            if CHUNK == 4 {
+                // Two clean chunks side by side, or the block's last, whose
+                // neighbour is the next block's first: most runs of four
+                // bytes between separators are shorter than eleven.
+                clean &= (clean >> 1) | 1 << 31;
+            }
             while clean != 0 {
-                let at = base + self.chunk * clean.trailing_zeros() as usize;
+                let at = base + CHUNK * clean.trailing_zeros() as usize;
                 clean &= clean - 1;
                 if at < from {
                     continue;
                 }
-                #[cfg(target_arch = "x86_64")]
-                let near = self.near_ends(text, at, &cut);
-                #[cfg(not(target_arch = "x86_64"))]
-                let near = (None, None);
-                let (start, end) = self.run_around(text, from, at, near);
+                let near = self.near_ends::<SHAPE, CHUNK>(text, at, &cut);
+                let (start, end) = self.run_around(text, from, at, CHUNK, near);
                 if end - start >= self.shortest {
                     stretch(start, (end + 1).min(text.len()));
                 }
                 from = end + 1;
                 // The chunks of this block that start inside the run are
                 // clean too, and done with.
-                let past = (from - base).div_ceil(self.chunk);
+                let past = (from - base).div_ceil(CHUNK);
                 clean &= u32::MAX
                     .checked_shl(u32::try_from(past).unwrap_or(u32::MAX))
                     .unwrap_or(0);
@@ -164,9 +154,9 @@ impl Gate {
         }
     }
 
-    /// The run with no cut byte around the chunk at `at`, which has none:
-    /// from after the last cut byte before it (not before `from`) to the
-    /// first one after it (or the end of the text).
+    /// The run with no cut byte around the chunk of `chunk` bytes at `at`,
+    /// which has none: from after the last cut byte before it (not before
+    /// `from`) to the first one after it (or the end of the text).
     ///
     /// Most runs end within a few words of the chunk: the caller's `near`
     /// ends, found by [`Gate::near_ends`], when it has them; otherwise
@@ -177,6 +167,7 @@ impl Gate {
         text: &[u8],
         from: usize,
         at: usize,
+        chunk: usize,
         near: (Option<usize>, Option<usize>),
     ) -> (usize, usize) {
         let [a, b] = self.cut;
@@ -201,7 +192,7 @@ impl Gate {
             let before = text.get(from..start).unwrap_or_default();
             memchr::memrchr2(a, b, before).map_or(from, |k| from + k + 1)
         });
-        let mut end = (at + self.chunk).min(text.len());
+        let mut end = (at + chunk).min(text.len());
         let found_end = loop {
             if near.1.is_some() {
                 break near.1;
@@ -229,111 +220,52 @@ impl Gate {
     /// branch that each echo of a token mispredicts anew. The byte before
     /// `from` (the caller's) is the cut byte that ended the last run, so a
     /// start found this way is never before `from`.
-    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn near_ends(
+    fn near_ends<const SHAPE: u8, const CHUNK: usize>(
         &self,
         text: &[u8],
         at: usize,
-        cut: &impl Fn(m128i) -> m128i,
+        cut: &<Native as Kernels>::Cut,
     ) -> (Option<usize>, Option<usize>) {
         let cuts = |k: usize| {
             let bytes = text.get(k..).and_then(<[u8]>::first_chunk::<16>)?;
-            let mask = move_mask_i8_m128i(cut(load_unaligned_m128i(bytes)));
+            let mask = Native::cut16::<SHAPE>(cut, bytes);
             u16::try_from(mask & 0xFFFF).ok().filter(|&mask| mask != 0)
         };
         let start = at
             .checked_sub(16)
             .and_then(cuts)
             .map(|mask| at - mask.leading_zeros() as usize);
-        let after = at + self.chunk;
+        let after = at + CHUNK;
         let end = cuts(after).map(|mask| after + mask.trailing_zeros() as usize);
         (start, end)
     }
 
     /// One bit per chunk of the block at `base` (the block padded past the
     /// end of the text with cut bytes) that holds no cut byte.
-    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn clean_chunks(&self, text: &[u8], base: usize, cut: &impl Fn(m128i) -> m128i) -> u32 {
+    fn clean_chunks<const SHAPE: u8, const CHUNK: usize>(
+        &self,
+        text: &[u8],
+        base: usize,
+        cut: &<Native as Kernels>::Cut,
+    ) -> u32 {
         let rest = text.get(base..).unwrap_or_default();
         match rest.first_chunk::<BLOCK>() {
-            Some(block) => self.clean_in(block, cut),
+            Some(block) => Native::clean::<SHAPE, CHUNK>(cut, block),
             None => {
                 let mut padded = [self.cut[0]; BLOCK];
                 if let Some(to) = padded.get_mut(..rest.len()) {
                     to.copy_from_slice(rest);
                 }
-                self.clean_in(&padded, cut)
+                Native::clean::<SHAPE, CHUNK>(cut, &padded)
             }
         }
     }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn clean_in(&self, block: &[u8; BLOCK], cut: &impl Fn(m128i) -> m128i) -> u32 {
-        let part = |k: usize| {
-            let bytes = block
-                .get(16 * k..)
-                .and_then(<[u8]>::first_chunk::<16>)
-                .map_or_else(zeroed_m128i, load_unaligned_m128i);
-            cut(bytes)
-        };
-        // Each pack folds two bytes into one, and what is not zero stays
-        // so (saturation never makes zero): after four, a byte stands for
-        // 8 bytes of the block; after five, for 16.
-        let pack = pack_i16_to_i8_m128i;
-        let quarters = [
-            pack(pack(part(0), part(1)), pack(part(2), part(3))),
-            pack(pack(part(4), part(5)), pack(part(6), part(7))),
-        ];
-        let eighths = pack(quarters[0], quarters[1]);
-        let zero = zeroed_m128i();
-        let clean = |folded: m128i| move_mask_i8_m128i(cmp_eq_mask_i8_m128i(folded, zero));
-        if self.chunk == 8 {
-            (clean(eighths) & 0xFFFF).cast_unsigned()
-        } else {
-            let sixteenths = pack(eighths, eighths);
-            (clean(sixteenths) & 0xFF).cast_unsigned()
-        }
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    fn clean_chunks(&self, text: &[u8], base: usize) -> u32 {
-        let rest = text.get(base..).unwrap_or_default();
-        let [a, b] = self.cut;
-        (0..BLOCK / self.chunk).fold(0, |clean, k| {
-            let chunk = rest.get(k * self.chunk..).unwrap_or_default();
-            let whole = chunk.len() >= self.chunk;
-            let cut = chunk.iter().take(self.chunk).any(|&c| c == a || c == b);
-            if whole && !cut { clean | 1 << k } else { clean }
-        })
-    }
 }
-
-/// How many bytes a word holds.
-const WORD: usize = 8;
 
 /// How far from its chunk a run's end is looked for a word at a time.
 const NEAR: usize = 64;
-
-/// `byte` in every byte of a word.
-fn splat(byte: u8) -> u64 {
-    0x0101_0101_0101_0101 * u64::from(byte)
-}
-
-/// The high bit of every byte of `word` that is zero, and no other bit.
-fn zero_bytes(word: u64) -> u64 {
-    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    !(((word & LOW) + LOW) | word) & !LOW
-}
-
-/// The eight bytes of `text` from `at`, the first the lowest.
-fn word_at(text: &[u8], at: usize) -> u64 {
-    text.get(at..)
-        .and_then(<[u8]>::first_chunk::<WORD>)
-        .map_or(0, |bytes| u64::from_le_bytes(*bytes))
-}
 
 #[cfg(test)]
 mod tests {
@@ -379,9 +311,9 @@ mod tests {
     fn stretches_agree_with_a_plain_search_at_every_length_and_place() {
         // Runs of every length near the thresholds, at every alignment,
         // between cut bytes and at both ends of the text.
-        for shortest in [15, 16, 24, 30, 31, 32, 40, 64] {
+        for shortest in [11, 12, 13, 14, 15, 16, 24, 30, 31, 32, 40, 64] {
             for lead in 0..40 {
-                for len in [14, 15, 16, 29, 30, 31, 32, 33, 63, 64, 65, 130] {
+                for len in [6, 7, 8, 13, 14, 15, 16, 29, 30, 31, 32, 33, 63, 64, 65, 130] {
                     let mut text = vec![b'x'; lead];
                     text.push(b' ');
                     text.extend(std::iter::repeat_n(b'a', len));
@@ -401,7 +333,7 @@ mod tests {
 
     #[test]
     fn no_gate_for_short_patterns_or_without_a_separator_to_cut_at() {
-        assert!(Gate::new(14, &[true; 256]).is_none());
+        assert!(Gate::new(10, &[true; 256]).is_none());
         assert!(Gate::new(32, &[false; 256]).is_none());
         let only_colon: [bool; 256] = std::array::from_fn(|b| b == usize::from(b':'));
         let gate = Gate::new(16, &only_colon).map(|g| g.cut);

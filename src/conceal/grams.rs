@@ -10,8 +10,9 @@
 //! it) and comparing the pattern there finds every hit, overlapping ones
 //! included, for a few lookups per view.
 //!
-//! Built only when every pattern is at least 16 bytes long (so a lookup
-//! every 9 bytes or more) and no piece is in the patterns more than a few
+//! Built only when every pattern is at least 11 bytes long (so a lookup
+//! every 4 bytes or more, still fewer than the automaton's set-up costs
+//! in a short view) and no piece is in the patterns more than a few
 //! times (a secret that repeats itself, `abab…`, would make each lookup
 //! compare it at every place it repeats): otherwise the automaton scans
 //! every view.
@@ -23,7 +24,7 @@ const PIECE: usize = 8;
 const MOST_PLACES: usize = 4;
 
 /// The shortest pattern the table is built for.
-const SHORTEST: usize = 16;
+const SHORTEST: usize = 11;
 
 /// Where the pieces of the patterns stand.
 pub(super) struct Grams {
@@ -232,7 +233,8 @@ mod tests {
 
     #[test]
     fn no_table_for_short_or_self_repeating_patterns() {
-        assert!(Grams::new([&b"short-token-1234"[..15]]).is_none());
+        assert!(Grams::new([&b"short-token-1234"[..10]]).is_none());
+        assert!(Grams::new([&b"short-token-1234"[..11]]).is_some());
         assert!(Grams::new([&b"abababababababababababab"[..]]).is_none());
         assert!(Grams::new([&b"0123456789abcdef"[..]]).is_some());
     }

@@ -12,10 +12,8 @@
 //! decoded escape, moved to where they land, plus the decoded bytes that
 //! are listed: exact, with no look at the view's bytes.
 
+use super::arch::{holds_none, view_mask16};
 use super::escapes::{char_ref, json_escape, lenient_escape, percent_escape};
-use super::sixteen::holds_none;
-#[cfg(target_arch = "x86_64")]
-use super::sixteen::mask16;
 use super::views::{AMPERSAND, BACKSLASH, Families, HOLDS_CLASS, Holds, Mark, PERCENT, View};
 
 /// Lists in `listed` where `text`'s bytes of [`HOLDS_CLASS`] are, with
@@ -32,7 +30,6 @@ pub(super) fn list(text: &[u8], listed: &mut Vec<(usize, u8)>) -> Holds {
             listed.push((p, HOLDS_CLASS[usize::from(b)]));
         }
     };
-    #[cfg(target_arch = "x86_64")]
     if let Some(last) = text.len().checked_sub(16) {
         // Sixteen bytes at a time into a mask, the last sixteen
         // overlapping the ones before, whose bits are dropped: most
@@ -43,7 +40,7 @@ pub(super) fn list(text: &[u8], listed: &mut Vec<(usize, u8)>) -> Holds {
             let Some(chunk) = text.get(at..).and_then(<[u8]>::first_chunk::<16>) else {
                 break;
             };
-            let mut mask = mask16(chunk) & (u32::MAX << (k - at));
+            let mut mask = view_mask16(chunk) & (u32::MAX << (k - at));
             while mask != 0 {
                 found(at + mask.trailing_zeros() as usize);
                 mask &= mask - 1;

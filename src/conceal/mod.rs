@@ -24,9 +24,14 @@
 //! methods and the `shown!` writer of [`shown`](mod@shown), which says how a reviewer
 //! checks that no other text reaches a refusal, a span or a log line.
 //!
-//! The design, and why it is linear: `DESIGN.md` in the repository.
+//! Concealing is linear in the length of the text: the decoders read each
+//! escape a bounded number of times, the views are decoded only around
+//! the escapes that can matter and only where a hit fits, each view is
+//! searched once by an automaton built in time linear in the secrets, and
+//! the spans are merged once.
 
 mod alike;
+mod arch;
 mod breaks;
 pub(crate) mod escapes;
 mod gate;
@@ -40,7 +45,6 @@ mod reach;
 mod scan;
 mod shapes;
 pub(crate) mod shown;
-mod sixteen;
 pub(crate) mod stream;
 mod stretch;
 mod survey;
@@ -54,7 +58,6 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::config::env::Env;
 #[cfg(any(test, fuzzing))]
 use maps::{Raw, Window};
 use patterns::{Matcher, compile};
@@ -259,7 +262,7 @@ fn parts_of<'a>(
 
 impl Concealer {
     /// A concealer for these secrets. Each is concealed as itself and in
-    /// every encoded form (see the module docs); a secret shorter than 4
+    /// every encoded form (see [`Concealer::conceal`]); a secret shorter than 4
     /// characters is ignored. A secret that holds a blank line is concealed
     /// as the parts between its blank lines (no form spans a blank line).
     ///
@@ -276,31 +279,17 @@ impl Concealer {
         Concealer::build(parts_of(secrets, MIN_SECRET_CHARS, false).collect())
     }
 
-    /// As [`Concealer::new`], plus the value of every variable in `env` whose
-    /// name is credential-shaped (contains `TOKEN`, `SECRET`, `PASSWORD`,
-    /// `PASSWD`, `CREDENTIAL`, `PRIVATE_KEY`, `API_KEY`, `APIKEY`,
-    /// `ACCESS_KEY`, `SESSION_KEY`, or the word `AUTH`, in any case) and whose value,
-    /// trimmed, is at least 8 characters long. The trimmed value is what gets
-    /// concealed; a value that holds line breaks (a key in PEM) is concealed
-    /// line by line, each line trimmed and at least 8 characters long.
-    ///
-    /// ```
-    /// use meterwire::{Concealer, Env};
-    ///
-    /// let env = Env::from_pairs([
-    ///     ("GITHUB_TOKEN", "ghp_0123456789abcdefghij"),
-    ///     ("HOME", "/home/predictor"),
-    /// ]);
-    /// let concealer = Concealer::with_env([], &env);
-    /// assert_eq!(
-    ///     concealer.conceal("ghp_0123456789abcdefghij in /home/predictor"),
-    ///     "[redacted] in /home/predictor",
-    /// );
-    /// ```
-    pub fn with_env<'a>(secrets: impl IntoIterator<Item = &'a str>, env: &Env) -> Concealer {
+    /// As [`Concealer::new`], plus the value of every variable of
+    /// `variables` whose name is credential-shaped ([`is_credential_name`])
+    /// and whose value, trimmed, is at least 8 characters long, line by
+    /// line: what `Concealer::with_env` conceals of an environment.
+    pub(crate) fn with_variables<'a, 'v>(
+        secrets: impl IntoIterator<Item = &'a str>,
+        variables: impl IntoIterator<Item = (&'v str, &'v str)>,
+    ) -> Concealer {
         let mut all: Vec<&str> = parts_of(secrets, MIN_SECRET_CHARS, false).collect();
-        let values = env
-            .iter()
+        let values = variables
+            .into_iter()
             .filter(|(name, _)| is_credential_name(name))
             .map(|(_, value)| value);
         all.extend(parts_of(values, MIN_ENV_SECRET_CHARS, true));
@@ -337,8 +326,9 @@ impl Concealer {
     /// learned, in this concealer and every clone of it, from the next
     /// text on (a stream already open included): the tokens a file that
     /// rotates held last, which replace those held before. The caller keeps
-    /// the set bounded, so each rotation rebuilds over a bounded number of
-    /// secrets (`DESIGN.md`, "Tokens that rotate").
+    /// the set bounded (the current token and the eight before it), so each
+    /// rotation rebuilds over a bounded number of secrets, however many
+    /// rotations came before.
     pub(crate) fn hold<'a>(&self, tokens: impl IntoIterator<Item = &'a str>) {
         let parts: Vec<&str> = parts_of(tokens, MIN_SECRET_CHARS, false).collect();
         self.inner.rcu(|inner| {
@@ -636,8 +626,8 @@ mod tests {
         );
         // Each line of a value is concealed wherever it stands, and no
         // form spans the blank line of the secret given in code.
-        let env = Env::from_pairs([("PRIVATE_KEY", pem)]);
-        let concealer = Concealer::with_env(["first-part\n\nsecond-part"], &env);
+        let concealer =
+            Concealer::with_variables(["first-part\n\nsecond-part"], [("PRIVATE_KEY", pem)]);
         assert_eq!(
             concealer.conceal("MIIEvQIBADANBgkq and first-part\n\nsecond-part"),
             format!("{REDACTED} and {REDACTED}\n\n{REDACTED}")

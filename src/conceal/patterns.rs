@@ -33,9 +33,10 @@ pub(super) enum Kind {
     Exact,
     /// A base64 core: conceal the hit and the characters beside it that
     /// share its secret's bits, `before` it and `after` it (0 or 1 each),
-    /// with the padding that follows. A core of the secret without its
-    /// first and last bytes (an echo cut short at either end) names in
-    /// `outer` the rest of the whole secret's core ([`Search::outers`]).
+    /// with the padding that follows. A core of a piece of the secret (what
+    /// an echo cut short at either end still holds, [`cut_cores`]) names
+    /// in `outer` the rest of the whole secret's core ([`Search::outers`]),
+    /// and `before` and `after` are the whole core's.
     Base64Core { before: u8, after: u8, outer: u32 },
 }
 
@@ -46,24 +47,25 @@ pub(super) const NO_OUTER: u32 = u32::MAX;
 /// short may leave out and still be concealed: one group of three. An
 /// engine that echoes a token's base64 but drops its last characters (a
 /// cut field, a width limit) shows all but those bytes, and 30 of a
-/// token's 33 characters are as good as the token; so the core of the
-/// secret without its first and last group is searched too, as a core.
+/// token's 33 characters are as good as the token.
 const MARGIN: usize = 3;
 
-/// The shortest middle core worth searching: a secret too short for its
-/// middle to have one as long as this keeps only its whole cores (and the
-/// grams table, built for patterns of 16 bytes or more, stays usable).
-const MIN_MIDDLE_CORE_LEN: usize = 16;
+/// How many of a secret's bytes an echo cut short must keep to be
+/// concealed: fewer say too little of the secret to be one. Five bytes
+/// are six base64 characters at every alignment, above [`MIN_CORE_LEN`],
+/// so no core of a cut secret is short enough to blank ordinary words.
+const MIN_KEPT: usize = 5;
 
 /// The characters of a whole secret's core on either side of the core of
-/// its middle: a hit of the middle is concealed with the characters beside
-/// it that spell these (so the whole core of the secret, when it is
-/// there), then the one that shares their bits.
+/// one of its pieces ([`cut_cores`]): a hit of the piece's core is
+/// concealed with the characters beside it that spell these (so the whole
+/// core of the secret, when it is there), then the one that shares their
+/// bits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Outer {
-    /// The whole core's characters before the middle's, in order.
+    /// The whole core's characters before the piece's, in order.
     pub(super) head: Vec<u8>,
-    /// The whole core's characters after the middle's, in order.
+    /// The whole core's characters after the piece's, in order.
     pub(super) tail: Vec<u8>,
 }
 
@@ -104,11 +106,11 @@ pub(super) fn compile(secrets: &[&str]) -> Matcher {
             };
         }
     }
-    // A middle core goes in only where no other pattern is the same text
-    // (a secret's whole core, or another's middle, conceals it as well).
+    // A cut core goes in only where no other pattern is the same text (a
+    // secret's whole core, or another cut core, conceals it as well).
     let mut outers: Vec<Outer> = Vec::new();
     for secret in secrets {
-        for (core, before, after, outer) in middle_cores(secret.as_bytes()) {
+        for (core, before, after, outer) in cut_cores(secret.as_bytes()) {
             if let std::collections::btree_map::Entry::Vacant(entry) =
                 patterns.entry(core.into_bytes())
             {
@@ -253,7 +255,7 @@ pub(super) struct Search {
     pub(super) long_run: Finder<'static>,
     /// What a hit of each pattern conceals, by pattern id.
     pub(super) kinds: Vec<Kind>,
-    /// The rest of the whole core around each middle core, by the index a
+    /// The rest of the whole core around each cut core, by the index a
     /// [`Kind::Base64Core`] names.
     pub(super) outers: Vec<Outer>,
     /// The bytes an escape must decode to for a view to matter: any byte
@@ -486,71 +488,134 @@ impl Search {
     }
 }
 
-/// The characters of the secret's base64 that only the secret determines,
-/// at each alignment (0, 1 or 2 bytes of the same 3-byte group before it),
-/// in both alphabets; each with how many characters beside it, before and
-/// after, mix the secret's bits with those of what surrounds it.
-fn base64_cores(secret: &[u8]) -> Vec<(String, u8, u8)> {
-    let mut cores: Vec<(String, u8, u8)> = Vec::with_capacity(6);
+/// The base64 of a secret behind `align` bytes of the same 3-byte group,
+/// in one alphabet, and where its core stands in it.
+struct Encoding {
+    text: String,
+    align: usize,
+    url: bool,
+    /// The core is `text[head..tail]`: every character but those that
+    /// mix in the bytes before the secret (with 1 byte before it, the
+    /// group's 2nd character; with 2, the 3rd) and the one that mixes in
+    /// the bytes after it (in a final group of 1 or 2 bytes).
+    head: usize,
+    tail: usize,
+    /// How many characters beside the core share its bits with what
+    /// surrounds the secret, before it and after it (0 or 1 each).
+    before: u8,
+    after: u8,
+}
+
+impl Encoding {
+    /// The core, when it is long enough to search for.
+    fn core(&self) -> Option<&str> {
+        self.text
+            .get(self.head..self.tail)
+            .filter(|core| core.len() >= MIN_CORE_LEN)
+    }
+}
+
+/// The base64 of `secret` at each alignment (0, 1 or 2 bytes of the same
+/// group before it), in both alphabets.
+fn encodings(secret: &[u8]) -> Vec<Encoding> {
+    let mut all = Vec::with_capacity(6);
     for align in 0..3 {
         let mut data = vec![0u8; align];
         data.extend_from_slice(secret);
         let n = data.len();
-        // With 1 byte before it, the group's 2nd character mixes that byte
-        // in; with 2, the 3rd does. Everything after is the secret's own.
-        let head = [0, 2, 3][align];
-        // A final partial group of 1 or 2 bytes: its last non-padding
-        // character mixes in whatever follows the secret.
-        let tail = 4 * (n / 3) + [0, 1, 2][n % 3];
-        let before = u8::from(align != 0);
-        let after = u8::from(n % 3 != 0);
-        for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
-            let encoded = engine.encode(&data);
-            if let Some(core) = encoded.get(head..tail)
-                && core.len() >= MIN_CORE_LEN
-                && !cores.iter().any(|(c, ..)| c == core)
-            {
-                cores.push((core.to_owned(), before, after));
-            }
+        for (url, engine) in [(false, STANDARD_NO_PAD), (true, URL_SAFE_NO_PAD)] {
+            all.push(Encoding {
+                text: engine.encode(&data),
+                align,
+                url,
+                head: [0, 2, 3][align],
+                tail: 4 * (n / 3) + [0, 1, 2][n % 3],
+                before: u8::from(align != 0),
+                after: u8::from(n % 3 != 0),
+            });
+        }
+    }
+    all
+}
+
+/// The characters of the secret's base64 that only the secret determines,
+/// at each alignment, in both alphabets, each once; each with how many
+/// characters beside it, before and after, mix the secret's bits with
+/// those of what surrounds it.
+fn base64_cores(secret: &[u8]) -> Vec<(String, u8, u8)> {
+    let mut cores: Vec<(String, u8, u8)> = Vec::with_capacity(6);
+    for encoding in encodings(secret) {
+        if let Some(core) = encoding.core()
+            && !cores.iter().any(|(c, ..)| c == core)
+        {
+            cores.push((core.to_owned(), encoding.before, encoding.after));
         }
     }
     cores
 }
 
-/// The cores of `secret` without its first and last [`MARGIN`] bytes, each
-/// with the characters of the whole secret's core around it: what the
-/// base64 of an echo cut short at either end still holds. At each
-/// alignment the middle's core is a piece of the whole secret's core of
-/// the same alignment, [`MARGIN`] bytes (four characters) in.
-fn middle_cores(secret: &[u8]) -> Vec<(String, u8, u8, Outer)> {
+/// The pieces of a secret of `len` bytes that the echoes cut short hold
+/// whole: the secret less up to [`MARGIN`] bytes at either end, when it
+/// keeps at least [`MIN_KEPT`] bytes, holds one of these. A secret of 11
+/// bytes or more has one, its middle, without [`MARGIN`] bytes at each
+/// end; a shorter one has the pieces of [`MIN_KEPT`] bytes such cuts keep
+/// (for 8 bytes, the four that start at 0 to 3). None for a secret too
+/// short to be cut and keep enough (its only piece would be itself).
+fn pieces(len: usize) -> Vec<std::ops::Range<usize>> {
+    let keep = MIN_KEPT.max(len.saturating_sub(2 * MARGIN));
+    if len <= keep {
+        return Vec::new();
+    }
+    (len.saturating_sub(keep + MARGIN)..=MARGIN.min(len - keep))
+        .map(|start| start..start + keep)
+        .collect()
+}
+
+/// The cores of the pieces of `secret` an echo cut short still holds
+/// ([`pieces`]), each with the characters of the whole secret's core
+/// around it: what the base64 of a cut echo holds, at any alignment. A
+/// piece's core at each alignment is a part of the whole secret's core at
+/// the alignment that puts the piece's bytes in the same place in their
+/// groups, whole groups further on.
+fn cut_cores(secret: &[u8]) -> Vec<(String, u8, u8, Outer)> {
     let mut found = Vec::new();
-    let Some(middle) = secret
-        .len()
-        .checked_sub(MARGIN)
-        .and_then(|end| secret.get(MARGIN..end))
-    else {
-        return found;
-    };
-    let whole = base64_cores(secret);
-    for (core, before, after) in base64_cores(middle) {
-        if core.len() < MIN_MIDDLE_CORE_LEN {
+    let whole = encodings(secret);
+    for range in pieces(secret.len()) {
+        let start = range.start;
+        let Some(piece) = secret.get(range) else {
             continue;
+        };
+        for cut in encodings(piece) {
+            let Some(core) = cut.core() else {
+                continue;
+            };
+            let Some(outer) = whole
+                .iter()
+                .find(|w| w.url == cut.url && (w.align + start) % 3 == cut.align)
+            else {
+                continue;
+            };
+            // The piece's groups start this many whole groups into the
+            // secret's: four characters each.
+            let shift = 4 * (outer.align + start - cut.align) / 3;
+            let (at, end) = (cut.head + shift, cut.tail + shift);
+            let (Some(head), Some(tail)) = (
+                outer.text.get(outer.head..at),
+                outer.text.get(end..outer.tail),
+            ) else {
+                continue;
+            };
+            debug_assert_eq!(outer.text.get(at..end), Some(core));
+            // Where the whole core is there, what shares its bits beside
+            // it is the whole secret's (and where it is not, the first
+            // character that differs, which `base64_shared` takes).
+            let (before, after) = (outer.before, outer.after);
+            let outer = Outer {
+                head: head.as_bytes().to_vec(),
+                tail: tail.as_bytes().to_vec(),
+            };
+            found.push((core.to_owned(), before, after, outer));
         }
-        // The whole core it stands in, and where: the first that holds it
-        // (the same alignment and alphabet).
-        let Some((at, outer_core)) = whole
-            .iter()
-            .find_map(|(outer, ..)| outer.find(&core).map(|at| (at, outer)))
-        else {
-            continue;
-        };
-        let (head, rest) = outer_core.as_bytes().split_at(at);
-        let tail = rest.get(core.len()..).unwrap_or_default();
-        let outer = Outer {
-            head: head.to_vec(),
-            tail: tail.to_vec(),
-        };
-        found.push((core, before, after, outer));
     }
     found
 }
@@ -559,38 +624,87 @@ fn middle_cores(secret: &[u8]) -> Vec<(String, u8, u8, Outer)> {
 mod tests {
     use super::*;
 
+    /// Whether the base64 of `data`, in either alphabet, holds one of
+    /// `secret`'s cores, whole or cut.
+    fn holds_a_core(secret: &[u8], data: &[u8]) -> bool {
+        let cores: Vec<String> = base64_cores(secret)
+            .into_iter()
+            .map(|(core, ..)| core)
+            .chain(cut_cores(secret).into_iter().map(|(core, ..)| core))
+            .collect();
+        [STANDARD_NO_PAD.encode(data), URL_SAFE_NO_PAD.encode(data)]
+            .iter()
+            .all(|encoded| cores.iter().any(|core| encoded.contains(core.as_str())))
+    }
+
     #[test]
-    fn an_echo_cut_short_holds_a_middle_core() {
+    fn an_echo_cut_short_holds_a_core_at_every_length_and_alignment() {
         let token = b"acme/9f8e+7d6c=not-for-print-0042";
-        let middles = middle_cores(token);
-        assert!(!middles.is_empty());
-        for cut in [&token[..30], &token[1..30], &token[2..30], &token[3..]] {
-            for align in 0..3 {
-                let mut data = vec![0u8; align];
-                data.extend_from_slice(cut);
-                let encoded = STANDARD_NO_PAD.encode(&data);
+        for len in 5..=token.len() {
+            let secret = &token[..len];
+            for front in 0..=MARGIN {
+                for back in 0..=MARGIN {
+                    let Some(cut) = secret.get(front..len.saturating_sub(back)) else {
+                        continue;
+                    };
+                    if cut.len() < MIN_KEPT {
+                        continue;
+                    }
+                    for before in 0..3 {
+                        for after in 0..3 {
+                            let mut data = vec![0xA5u8; before];
+                            data.extend_from_slice(cut);
+                            data.extend(std::iter::repeat_n(0x5Au8, after));
+                            assert!(
+                                holds_a_core(secret, &data),
+                                "{len} bytes less {front} and {back}, {before} before"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_core_stands_in_the_whole_core_between_its_outer_characters() {
+        let token = b"acme/9f8e+7d6c=not-for-print-0042";
+        for len in 6..=token.len() {
+            let secret = &token[..len];
+            let cut = cut_cores(secret);
+            assert!(!cut.is_empty(), "{len}");
+            let whole: Vec<String> = base64_cores(secret)
+                .into_iter()
+                .map(|(core, ..)| core)
+                .collect();
+            for (core, _, _, outer) in &cut {
+                assert!(core.len() > MIN_CORE_LEN, "{core}");
+                let spelled = [
+                    outer.head.as_slice(),
+                    core.as_bytes(),
+                    outer.tail.as_slice(),
+                ]
+                .concat();
                 assert!(
-                    middles
-                        .iter()
-                        .any(|(core, ..)| encoded.contains(core.as_str())),
-                    "{encoded}"
+                    whole.iter().any(|c| c.as_bytes() == spelled),
+                    "{len}: {core}"
                 );
             }
         }
-        for (core, _, _, outer) in &middles {
-            let whole = [
-                outer.head.as_slice(),
-                core.as_bytes(),
-                outer.tail.as_slice(),
-            ]
-            .concat();
-            assert!(
-                base64_cores(token)
-                    .iter()
-                    .any(|(c, ..)| c.as_bytes() == whole),
-                "{core}"
-            );
-        }
+        // Too short to be cut and keep five bytes: its whole cores alone.
+        assert!(cut_cores(b"abcd").is_empty());
+        assert!(cut_cores(b"abcde").is_empty());
+    }
+
+    #[test]
+    fn the_pieces_are_the_middle_or_every_five_bytes_a_cut_keeps() {
+        assert!(pieces(4).is_empty());
+        assert!(pieces(5).is_empty());
+        assert_eq!(pieces(6), [0..5, 1..6]);
+        assert_eq!(pieces(8), [0..5, 1..6, 2..7, 3..8]);
+        assert_eq!(pieces(10), [2..7, 3..8]);
+        assert_eq!(pieces(11), vec![3..8]);
+        assert_eq!(pieces(33), vec![3..30]);
     }
 
     #[test]

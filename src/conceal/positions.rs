@@ -5,57 +5,41 @@
 //! byte at the speed of memory, but each hit costs a new search, about
 //! 8 ns: at one hit per 25 bytes that is more than the whole automaton
 //! pass. So the text is read 64 bytes at a time into a mask with one bit
-//! per byte of the set (SSE2 compares, which every x86_64 has, through
-//! `safe_arch`'s safe wrappers), and hits are taken off the mask, a
-//! nanosecond or so each. Elsewhere a byte table does the same, slower.
+//! per byte of the set (a kernel of `arch/`: SSE2 compares on x86_64),
+//! and hits are taken off the mask, a nanosecond or so each.
 
-#[cfg(target_arch = "x86_64")]
-use safe_arch::{
-    bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, move_mask_i8_m128i,
-    set_splat_i8_m128i, zeroed_m128i,
-};
+use super::arch::{Kernels, MOST, Native};
 
 /// How many bytes one mask covers.
 const BLOCK: usize = 64;
 
-/// The most bytes a set may hold.
-const MOST: usize = 5;
+/// A set of bytes, ready for the kernels.
+type Set = <Native as Kernels>::Set;
 
 /// The positions of up to five bytes in a text, in increasing order.
 pub(super) struct Positions<'h> {
     hay: &'h [u8],
-    /// How many bytes the set holds, and the set: as bytes, or each
-    /// repeated across a vector.
+    /// How many bytes the set holds, and the set.
     count: usize,
-    #[cfg(not(target_arch = "x86_64"))]
-    needles: [u8; MOST],
-    #[cfg(target_arch = "x86_64")]
-    splats: [m128i; MOST],
+    set: Set,
     /// Where the block in `mask` starts, and where the next one does.
     base: usize,
     next_block: usize,
     /// The hits of the block at `base` not yet taken, one bit per byte.
     mask: u64,
-    /// A byte of the set left out where this other byte follows it.
-    pair: Option<(u8, u8)>,
+    /// A byte of the set left out where this other byte follows it, each
+    /// as a set of its own.
+    pair: Option<(Set, Set)>,
 }
 
 impl<'h> Positions<'h> {
     /// Every position in `hay` of any byte in `bytes` (only the first five
     /// are looked for).
     pub(super) fn of(hay: &'h [u8], bytes: &[u8]) -> Positions<'h> {
-        let mut needles = [0u8; MOST];
-        let count = bytes.len().min(MOST);
-        for (slot, &b) in needles.iter_mut().zip(bytes) {
-            *slot = b;
-        }
         Positions {
             hay,
-            count,
-            #[cfg(not(target_arch = "x86_64"))]
-            needles,
-            #[cfg(target_arch = "x86_64")]
-            splats: needles.map(|b| set_splat_i8_m128i(i8::from_ne_bytes([b]))),
+            count: bytes.len().min(MOST),
+            set: Native::set(bytes),
             base: 0,
             next_block: 0,
             mask: 0,
@@ -69,7 +53,7 @@ impl<'h> Positions<'h> {
     /// by one. Only within a block: at a block's last byte, a `first` is
     /// kept whatever follows it.
     pub(super) fn without_pair(mut self, first: u8, second: u8) -> Positions<'h> {
-        self.pair = Some((first, second));
+        self.pair = Some((Native::set(&[first]), Native::set(&[second])));
         self
     }
 
@@ -88,96 +72,46 @@ impl<'h> Positions<'h> {
     /// The mask of the up to 64 bytes from `at`, pairs left out.
     #[inline(always)]
     fn block(&self, at: usize) -> u64 {
-        let mask = self.block_of_set(at);
-        match self.pair {
+        let mask = self.block_of(at, &self.set, self.count);
+        match &self.pair {
             Some((first, second)) if mask != 0 => {
-                let paired = self.block_of_byte(at, first) & (self.block_of_byte(at, second) >> 1);
+                let paired = self.block_of(at, first, 1) & (self.block_of(at, second, 1) >> 1);
                 mask & !paired
             }
             _ => mask,
         }
     }
 
-    /// The mask of one byte in the up to 64 bytes from `at`.
+    /// The mask of the first `count` bytes of `set` in the up to 64 bytes
+    /// from `at`. The last, short block is copied into a full one, and the
+    /// bits past the text dropped.
     #[inline(always)]
-    fn block_of_byte(&self, at: usize, byte: u8) -> u64 {
+    fn block_of(&self, at: usize, set: &Set, count: usize) -> u64 {
         let rest = self.hay.get(at..).unwrap_or_default();
-        #[cfg(target_arch = "x86_64")]
         if let Some(block) = rest.first_chunk::<BLOCK>() {
-            let splats = [set_splat_i8_m128i(i8::from_ne_bytes([byte])); MOST];
-            return sse2_mask::<1>(block, &splats);
+            return mask(block, set, count);
         }
-        rest.iter()
-            .take(BLOCK)
-            .enumerate()
-            .filter(|(_, b)| **b == byte)
-            .fold(0, |mask, (i, _)| mask | 1 << i)
-    }
-
-    /// The mask of the set in the up to 64 bytes from `at`.
-    #[inline(always)]
-    fn block_of_set(&self, at: usize) -> u64 {
-        let rest = self.hay.get(at..).unwrap_or_default();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if let Some(block) = rest.first_chunk::<BLOCK>() {
-                return self.block_sse2(block);
-            }
-            // The last, short block: copied into a full one, and the bits
-            // past the text dropped.
-            let mut block = [0u8; BLOCK];
-            let len = rest.len().min(BLOCK);
-            if let (Some(to), Some(from)) = (block.get_mut(..len), rest.get(..len)) {
-                to.copy_from_slice(from);
-            }
-            self.block_sse2(&block) & ((1u64 << len) - 1)
+        let mut block = [0u8; BLOCK];
+        let len = rest.len().min(BLOCK);
+        if let (Some(to), Some(from)) = (block.get_mut(..len), rest.get(..len)) {
+            to.copy_from_slice(from);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let needles = self.needles.get(..self.count).unwrap_or_default();
-            rest.iter()
-                .take(BLOCK)
-                .enumerate()
-                .filter(|(_, b)| needles.contains(b))
-                .fold(0, |mask, (i, _)| mask | 1 << i)
-        }
-    }
-
-    /// The set's size is a constant in each instance, so that the
-    /// compares unroll: a loop over the set costs several times as much.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn block_sse2(&self, block: &[u8; BLOCK]) -> u64 {
-        match self.count {
-            1 => sse2_mask::<1>(block, &self.splats),
-            2 => sse2_mask::<2>(block, &self.splats),
-            3 => sse2_mask::<3>(block, &self.splats),
-            4 => sse2_mask::<4>(block, &self.splats),
-            _ => sse2_mask::<5>(block, &self.splats),
-        }
+        mask(&block, set, count) & ((1u64 << len) - 1)
     }
 }
 
-/// The mask of `block` for the first `N` bytes of the set.
-#[cfg(target_arch = "x86_64")]
+/// The kernel's mask of `block` for the first `count` bytes of `set`. The
+/// count is a constant in each arm, so that the compares unroll.
 #[inline(always)]
-fn sse2_mask<const N: usize>(block: &[u8; BLOCK], splats: &[m128i; MOST]) -> u64 {
-    let Some(splats) = splats.first_chunk::<N>() else {
-        return 0;
-    };
-    let part = |k: usize| {
-        let Some(part) = block.get(16 * k..).and_then(<[u8]>::first_chunk::<16>) else {
-            return 0;
-        };
-        let bytes = load_unaligned_m128i(part);
-        let mut equal = zeroed_m128i();
-        for splat in splats {
-            equal = bitor_m128i(equal, cmp_eq_mask_i8_m128i(bytes, *splat));
-        }
-        // One bit per byte, in the low 16 bits.
-        u64::from(move_mask_i8_m128i(equal).cast_unsigned() & 0xFFFF)
-    };
-    part(0) | part(1) << 16 | part(2) << 32 | part(3) << 48
+fn mask(block: &[u8; BLOCK], set: &Set, count: usize) -> u64 {
+    match count {
+        0 => 0,
+        1 => Native::mask64::<1>(set, block),
+        2 => Native::mask64::<2>(set, block),
+        3 => Native::mask64::<3>(set, block),
+        4 => Native::mask64::<4>(set, block),
+        _ => Native::mask64::<5>(set, block),
+    }
 }
 
 impl Iterator for Positions<'_> {

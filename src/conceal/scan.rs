@@ -2,13 +2,13 @@
 //! source text it came from, and the spans merged and replaced at the end.
 
 use super::REDACTED;
+use super::arch::find_trigger;
 use super::breaks::{break_ending_at, line_break};
 use super::escapes::{char_ref, json_escape, percent_escape};
 use super::maps::SourceMap;
 use super::patterns::{Kind, Outer, Search};
-use crate::text::syntax::LONGEST_ESCAPE;
+use crate::text::syntax::{LONGEST_ESCAPE, opened_before};
 use aho_corasick::Input;
-use memchr::memchr3;
 use std::borrow::Cow;
 
 /// Views up to this long are searched by their pieces ([`Grams`]), when
@@ -100,6 +100,13 @@ fn record<M: SourceMap + ?Sized>(
             base64_shared(hay, start, end, before, after, outer)
         }
     };
+    // A hit that goes on with the digits of an escape opened before it
+    // (`&#56` before a hex hit's `69…`) takes the opening: the marker
+    // would leave it to be read with the digits it has, a character the
+    // view did not hold (`&#56` is `8`, the token's last character). Done
+    // in the view, so that an opening encoded itself (`\u0026#56`, the
+    // `&` JSON-escaped) goes too.
+    let start = opened_before(hay, start).unwrap_or(start);
     if map.copied(start, end) {
         return;
     }
@@ -136,11 +143,12 @@ pub(super) fn is_base64(b: u8) -> bool {
 /// two dashes, which ends or starts a boundary line (`-----BEGIN …-----`,
 /// `--boundary`), not a line of base64.
 ///
-/// A core of a secret's middle first takes, each way, the characters that
-/// spell the rest of the whole secret's core (`outer`, either alphabet),
-/// as far as they go: all of them, then `before`/`after` more as for the
-/// whole core; or up to the first that differs, which then shares the
-/// secret's bits with what the echo was cut to, and is taken too.
+/// A core of a piece of a secret (what an echo cut short holds) first
+/// takes, each way, the characters that spell the rest of the whole
+/// secret's core (`outer`, either alphabet), as far as they go: all of
+/// them, then `before`/`after` more as for the whole core; or up to the
+/// first that differs, which then shares the secret's bits with what the
+/// echo was cut to, and is taken too.
 pub(super) fn base64_shared(
     hay: &[u8],
     start: usize,
@@ -183,7 +191,7 @@ pub(super) fn base64_shared(
             b
         }
     };
-    // Either alphabet: a middle core without `+/-_` is both alphabets'.
+    // Either alphabet: a cut core without `+/-_` is both alphabets'.
     let same = |k: usize, want: u8| {
         let fold = |c: u8| match c {
             b'-' => b'+',
@@ -454,9 +462,7 @@ fn whole_escapes(text: &[u8], (mut start, mut end): (usize, usize)) -> (usize, u
 fn straddling(text: &[u8], edge: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let from = edge.saturating_sub(LONGEST_ESCAPE);
     let first = match text.get(from..edge) {
-        Some(before) if may_straddle(text, edge) => {
-            memchr3(b'\\', b'%', b'&', before).map_or(edge, |k| from + k)
-        }
+        Some(before) if may_straddle(text, edge) => find_trigger(before).map_or(edge, |k| from + k),
         _ => edge,
     };
     (first..edge).filter_map(move |p| {

@@ -3,9 +3,8 @@
 //! short stretch and in windows around the escapes that can matter for a
 //! long one.
 
-use memchr::{memchr2, memchr3};
-
 use super::alike::alike;
+use super::arch::{find_break, find_trigger};
 use super::listed::{lenient_differs_listed, list};
 use super::maps::{Nested, Raw, SourceMap, Window};
 use super::patterns::Search;
@@ -49,7 +48,7 @@ pub(super) fn conceal_stretch(
         views_of(search, hay, holds, offset, spans, buffers, true);
         return;
     }
-    if memchr3(b'\\', b'%', b'&', hay).is_none() && memchr2(b'\r', b'\n', hay).is_none() {
+    if find_trigger(hay).is_none() && find_break(hay).is_none() {
         return;
     }
     let survey = survey(search, hay);

@@ -23,10 +23,10 @@
 //! decodes to a relevant byte: a token broken by `\u000a` is all literal
 //! but for its break.
 
+use super::arch::{VIEW_BYTES, find_break, find_trigger};
 use super::breaks::{LoneBreaks, mixed_break};
 use super::patterns::Search;
 use super::positions::Positions;
-use memchr::{memchr2, memchr3};
 
 /// What the pass finds.
 #[derive(Default)]
@@ -49,17 +49,14 @@ pub(super) fn survey(search: &Search, text: &[u8]) -> Survey {
     // Plain JSON holds none of these bytes: two of memchr's passes, at the
     // speed of memory, find that sooner than the masks of five bytes, which
     // then start at the first one found.
-    let first = [
-        memchr3(b'\\', b'%', b'&', text),
-        memchr2(b'\r', b'\n', text),
-    ]
-    .into_iter()
-    .flatten()
-    .min();
+    let first = [find_trigger(text), find_break(text)]
+        .into_iter()
+        .flatten()
+        .min();
     let Some(first) = first else {
         return survey;
     };
-    let mut positions = Positions::of(text, b"\\%&\r\n");
+    let mut positions = Positions::of(text, &VIEW_BYTES);
     // `\"` is left out of the masks when it means nothing (no secret
     // holds a `"`).
     if search.quiet_backslash(b"\\\"", 0) {

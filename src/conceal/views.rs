@@ -1,11 +1,11 @@
 //! The decoded views: the text with one or more escaping families decoded,
 //! each decoded byte remembering the span of source text it came from.
 
+use super::arch::holds_none;
 use super::breaks::joins;
 use super::escapes::{Decoded, char_ref, json_escape, lenient_escape, percent_escape};
 use super::maps::SourceMap;
 use super::positions::Positions;
-use super::sixteen::holds_none;
 use memchr::{memchr, memchr2, memchr3};
 use std::cell::Cell;
 
@@ -289,7 +289,8 @@ impl Holds {
 /// byte after a run is escaped depends on the parity of the whole run,
 /// however long: a reader sees `\u002B` after 1,001 backslashes and not
 /// after 1,000. That is the one reading of the decoders that is not local
-/// (`DESIGN.md`, "Locality"), so a run of at least `2 * reach + 2`
+/// (whether a byte is concealed must depend only on the bytes near it, see
+/// `reach.rs`), so a run of at least `2 * reach + 2`
 /// backslashes is read in two views, one for each parity: its first
 /// `reach` as from its start, its last `reach` (`odd`: and one more, which
 /// escapes the byte after the run) paired from there, and the rest

@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::conceal::Concealer;
+
 /// A snapshot of environment variables, by name.
 ///
 /// ```
@@ -75,6 +77,33 @@ impl Env {
     /// Every variable, in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+impl Concealer {
+    /// As [`Concealer::new`], plus the value of every variable in `env` whose
+    /// name is credential-shaped (contains `TOKEN`, `SECRET`, `PASSWORD`,
+    /// `PASSWD`, `CREDENTIAL`, `PRIVATE_KEY`, `API_KEY`, `APIKEY`,
+    /// `ACCESS_KEY`, `SESSION_KEY`, or the word `AUTH`, in any case) and whose value,
+    /// trimmed, is at least 8 characters long. The trimmed value is what gets
+    /// concealed; a value that holds line breaks (a key in PEM) is concealed
+    /// line by line, each line trimmed and at least 8 characters long.
+    ///
+    /// ```
+    /// use meterwire::{Concealer, Env};
+    ///
+    /// let env = Env::from_pairs([
+    ///     ("GITHUB_TOKEN", "ghp_0123456789abcdefghij"),
+    ///     ("HOME", "/home/predictor"),
+    /// ]);
+    /// let concealer = Concealer::with_env([], &env);
+    /// assert_eq!(
+    ///     concealer.conceal("ghp_0123456789abcdefghij in /home/predictor"),
+    ///     "[redacted] in /home/predictor",
+    /// );
+    /// ```
+    pub fn with_env<'a>(secrets: impl IntoIterator<Item = &'a str>, env: &Env) -> Concealer {
+        Concealer::with_variables(secrets, env.iter())
     }
 }
 

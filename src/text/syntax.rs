@@ -26,8 +26,9 @@ pub(crate) const MAX_REF_NAME: usize = 32;
 /// The most digits a numeric reference is read with (`&#x` and 14 digits
 /// and `;` is 18 bytes, as long as `&DiacriticalGrave;`, the longest name
 /// decoded). Leading zeros are legal, so a browser reads on; but a form
-/// of a secret must be bounded for the concealer to be local (`DESIGN.md`,
-/// "Locality"), and no writer pads a number to more.
+/// of a secret must be bounded for the concealer to be local (whether a
+/// byte is concealed depends only on the bytes near it, so that a text in
+/// pieces is concealed as whole), and no writer pads a number to more.
 pub(crate) const MAX_REF_DIGITS: usize = 14;
 
 /// The value of each byte as a hex digit, either case; 0xFF for the rest.
@@ -133,6 +134,70 @@ pub(crate) fn broken_escape(bytes: &[u8]) -> Option<usize> {
         };
     }
     None
+}
+
+/// The most bytes an escape's opening and its digits take before a byte
+/// that would continue the digits: `&#x` and [`MAX_REF_DIGITS`] of them.
+pub(crate) const LONGEST_OPENED: usize = 3 + MAX_REF_DIGITS;
+
+/// Where the escape starts whose digits the byte at `at` would go on
+/// with, when one is open right before it: `&#` and decimal digits before
+/// a decimal digit, `&#x` and hex digits, `\u` and up to three, `\u{` and
+/// up to six, or `\x` or `%` and up to one, before a hex digit. Text cut
+/// at `at` (a marker put there) leaves that escape to be read with the
+/// digits it has, whether or not the text read them as a character:
+/// `&#5669…`, a number too long to be one, is `&#56` cut there, and HTML
+/// reads `&#56` as `8`. A backslash's own escaping is not looked at: a
+/// `\\u0` is taken as if it opened a `\u` escape, which costs a few bytes
+/// at most.
+#[inline(always)]
+pub(crate) fn opened_before(src: &[u8], at: usize) -> Option<usize> {
+    // Most hits start with no hex digit: one look, where they are read.
+    match src.get(at) {
+        Some(&next) if at > 0 && next.is_ascii_hexdigit() => opened_before_digit(src, at, next),
+        _ => None,
+    }
+}
+
+/// [`opened_before`] where the byte at `at` is `next`, a hex digit.
+#[inline(never)]
+fn opened_before_digit(src: &[u8], at: usize, next: u8) -> Option<usize> {
+    let from = at.saturating_sub(MAX_REF_DIGITS + 1);
+    let digits = src
+        .get(from..at)?
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_hexdigit())
+        .count();
+    if digits > MAX_REF_DIGITS {
+        return None;
+    }
+    let start = at - digits;
+    let opening = |opening: &[u8]| {
+        start
+            .checked_sub(opening.len())
+            .filter(|&open| src.get(open..start) == Some(opening))
+    };
+    let decimal = || {
+        next.is_ascii_digit()
+            && src
+                .get(start..at)
+                .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    // The byte before the digits says which opening it can be: most hits
+    // stand after none, and are told so by this one look.
+    let (open, most) = match src.get(start.checked_sub(1)?)? {
+        b'#' if decimal() => (opening(b"&#")?, MAX_REF_DIGITS),
+        b'x' | b'X' => match opening(b"&#x").or_else(|| opening(b"&#X")) {
+            Some(open) => (open, MAX_REF_DIGITS),
+            None => (opening(br"\x")?, 1),
+        },
+        b'u' => (opening(br"\u")?, 3),
+        b'{' => (opening(br"\u{")?, 6),
+        b'%' => (start - 1, 1),
+        _ => return None,
+    };
+    (digits <= most).then_some(open)
 }
 
 /// The escape at `p` and whether the end of `src` cuts one there.
@@ -277,6 +342,49 @@ mod tests {
         assert_eq!(lexed(b"&ampx"), Some((5, name(4, false))));
         assert_eq!(lexed(b"& b"), None);
         assert_eq!(lexed(b"a"), None);
+    }
+
+    #[test]
+    fn an_escape_opened_before_a_byte_that_goes_on_with_its_digits_is_found() {
+        let opened = |text: &str| {
+            let at = text.find('|').unwrap_or(text.len());
+            let src = text.replace('|', "");
+            opened_before(src.as_bytes(), at)
+        };
+        for (text, start) in [
+            ("ivXwBlS&#56|69", 7),
+            ("x&#|5", 1),
+            ("x&#99999999999999|9", 1),
+            ("x&#x3|F", 1),
+            ("x&#X|a", 1),
+            (r"x\u00|4", 1),
+            (r"x\u|0", 1),
+            (r"x\u{1F9|8", 1),
+            (r"x\x4|1", 1),
+            ("x%|4", 1),
+            ("x%4|1", 1),
+        ] {
+            assert_eq!(opened(text), Some(start), "{text}");
+        }
+        for text in [
+            // The byte after is no digit of the escape: the escape reads
+            // the same whatever follows.
+            "x&#56|a",
+            "x&#56|;",
+            "x&#x3|g",
+            "x%4|z",
+            // The escape is whole already: what follows is text.
+            r"x\u0041|4",
+            "x%41|4",
+            r"x\x41|4",
+            // More digits than a reference is read with, or no opening.
+            "x&#999999999999999|9",
+            "x56|6",
+            "x&56|6",
+            "|6",
+        ] {
+            assert_eq!(opened(text), None, "{text}");
+        }
     }
 
     #[test]

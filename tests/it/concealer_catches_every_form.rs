@@ -657,6 +657,66 @@ fn a_marker_never_leaves_half_an_escape_beside_it() {
     assert_eq!(concealer.conceal("x mw-0123456789%4z y"), "x [redacted]z y");
 }
 
+/// A span that starts inside the digits of an escape takes the escape's
+/// opening with it. `ivXwBlS`, `&#56` and the hex of `ivXwBlS8`: the
+/// text's `&#5669765877426` is no character, but `&#56` left beside the
+/// marker is `8` to an HTML reader, and the output read `ivXwBlS8`. So
+/// with the opening escaped itself, in each family (read two layers
+/// down), and a `\u` or `%` escape whose digits the hit went on with.
+#[test]
+fn a_marker_never_completes_an_escape_it_cut() {
+    let concealer = Concealer::new(["ivXwBlS8"]);
+    let hex = "69765877426c5338";
+    for opening in [
+        "&#56",
+        "&#x38",
+        "&#X038",
+        r"\u0026#56",
+        "%26%2356",
+        "%26#x38",
+        "&amp;#56",
+        "&#38;#56",
+    ] {
+        let text = format!("<p>ivXwBlS{opening}{hex}</p>");
+        assert_eq!(
+            concealer.conceal(&text),
+            "<p>ivXwBlS[redacted]</p>",
+            "{text}"
+        );
+    }
+    // The digits went on into the token, and the escape they began is
+    // none (`\u004k`, `%4k`, `&#x4k`): it goes with the span all the
+    // same, whatever the digits before made.
+    let concealer = Concealer::new(["4k-secret-key"]);
+    for opening in [
+        r"\u00", r"\u", r"\u{1", r"\x", "%", "&#x", "&#x1", "&#", "&#99",
+    ] {
+        let text = format!("x {opening}4k-secret-key y");
+        assert_eq!(concealer.conceal(&text), "x [redacted] y", "{text}");
+    }
+    // An escape that is whole before the span, or whose digits the span
+    // does not go on with, stays.
+    for text in [r"x \u00414k-secret-key y", r"x %414k-secret-key y"] {
+        assert_eq!(
+            concealer.conceal(text),
+            text.replace("4k-secret-key", REDACTED)
+        );
+    }
+    let concealer = Concealer::new(["Zk-secret-key"]);
+    assert_eq!(
+        concealer.conceal("x &#56Zk-secret-key y"),
+        "x &#56[redacted] y"
+    );
+    // At a span's end, an escape the span opened leaves its digits after
+    // the marker, which every reader reads as themselves, as the text's
+    // own scan read them: nothing there to take.
+    let concealer = Concealer::new(["key-secret-&#"]);
+    assert_eq!(
+        concealer.conceal("x key-secret-&#99999999; y"),
+        "x [redacted]99999999; y"
+    );
+}
+
 #[test]
 fn unknown_escapes_read_as_a_lenient_json_reader_reads_them() {
     let concealer = Concealer::new(["mw-test-0123456789"]);
@@ -720,4 +780,42 @@ fn the_base64_of_an_echo_cut_short_at_either_end_is_concealed_with_the_character
     // shares its bits goes with it, and no more than that.
     let out = concealer.conceal("QUJDYWNtZS85ZjhlKzdkNmM9bm90LWZvci1wcmludC0wRUZH");
     assert!(out.starts_with("QUJD") && out.ends_with("UZH"), "{out}");
+}
+
+/// The base64 of a short token cut short at either end: an 8-character
+/// token less its last character (`VEdNbWw1ZA==` is `TGMml5d`), and every
+/// cut of tokens of 5 to 18 characters that keeps 5 of their bytes, in
+/// both alphabets, padded or not, goes whole.
+#[test]
+fn the_base64_of_a_short_token_cut_short_is_concealed() {
+    let concealer = Concealer::new(["TGMml5dK"]);
+    assert_eq!(concealer.conceal("x VEdNbWw1ZA== y"), "x [redacted] y");
+    let letters = "k+9/Qz=7Ab~c_d-e<f>";
+    for len in [5, 6, 7, 8, 10, 11, 12, 16, 17, 18] {
+        let token = &letters[..len];
+        let concealer = Concealer::new([token]);
+        for front in 0..=3 {
+            for back in 0..=3 {
+                let Some(cut) = token.get(front..len - back.min(len)) else {
+                    continue;
+                };
+                if cut.len() < 5 {
+                    continue;
+                }
+                for encoded in [
+                    STANDARD.encode(cut),
+                    STANDARD_NO_PAD.encode(cut),
+                    URL_SAFE.encode(cut),
+                    URL_SAFE_NO_PAD.encode(cut),
+                ] {
+                    let text = format!("x {encoded} y");
+                    assert_eq!(
+                        concealer.conceal(&text),
+                        "x [redacted] y",
+                        "{token:?} less {front} and {back}: {text}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -1,8 +1,9 @@
-//! The form table: every form an echo of the token can take, standing
+//! The form table: every form an echo of a token can take, standing
 //! alone, at the start, at the end, inside a JSON string and between
 //! base64 characters, written by an engine on loopback into a whole
 //! answer, an error body, a header value, a refusal's reason and a stream
-//! cut at every byte. No form survives in anything the crate hands back.
+//! cut at every byte, for a long token and short ones. No form survives in
+//! anything the crate hands back.
 //!
 //! One engine per place, answering every case (the request body names
 //! it), so the table costs requests, not servers.
@@ -24,24 +25,51 @@ use crate::support::{ADDRESS_VAR, GUARD, SCOPE, TOKEN_VAR, env};
 /// characters put it at a different alignment from each prefix.
 const TOKEN: &str = "acme/9f8e+7d6c=not-for-print-0042";
 
-/// One row of the table: which form, where it stands, and the text the
-/// engine writes.
+/// The tokens of the table: the long one, and short ones of 8, 12 and 16
+/// characters, whose base64 cut short holds no more than a few bytes of
+/// them (of 8, five).
+const TOKENS: [&str; 4] = [TOKEN, "k+9/Qz=7", "ab/9z+Q7=x<y", "mw_live_4f+Ab/9z"];
+
+/// One row of the table: which token (its place in [`TOKENS`]), which form,
+/// where it stands, and the text the engine writes.
 struct Case {
+    token: usize,
     name: String,
     text: String,
 }
 
-fn table() -> Vec<Case> {
-    let mut cases = Vec::new();
-    for (form_name, form) in every_form(TOKEN) {
-        for (place, text) in placed(&form) {
-            cases.push(Case {
-                name: format!("{form_name}, {place}"),
-                text,
-            });
+/// The cases, and each token's forms.
+struct Table {
+    cases: Arc<Vec<Case>>,
+    forms: Vec<Vec<(String, String)>>,
+}
+
+impl Table {
+    fn new() -> Table {
+        let forms: Vec<Vec<(String, String)>> = TOKENS.iter().map(|t| every_form(t)).collect();
+        let mut cases = Vec::new();
+        for (token, token_forms) in forms.iter().enumerate() {
+            for (form_name, form) in token_forms {
+                for (place, text) in placed(form) {
+                    cases.push(Case {
+                        token,
+                        name: format!("{}: {form_name}, {place}", TOKENS[token]),
+                        text,
+                    });
+                }
+            }
+        }
+        Table {
+            cases: Arc::new(cases),
+            forms,
         }
     }
-    cases
+
+    /// Fails naming the case when `text` holds a form of its token.
+    #[track_caller]
+    fn assert_none(&self, case: &Case, what: &str, text: &str) {
+        assert_none_of(&self.forms[case.token], TOKENS[case.token], what, text);
+    }
 }
 
 /// The case a request asks for, by its number in the request body.
@@ -72,19 +100,29 @@ async fn engine(cases: Arc<Vec<Case>>, place: &'static str) -> MockServer {
     .await
 }
 
-/// A transport for `address` that sends each request once.
-fn transport(address: &str) -> HttpTransport {
+/// A transport for `address` that sends each request once, with `token`.
+fn transport_with(address: &str, token: &str) -> HttpTransport {
     HttpTransport::builder(SCOPE)
-        .env(env(&[(ADDRESS_VAR, address), (TOKEN_VAR, TOKEN)]))
+        .env(env(&[(ADDRESS_VAR, address), (TOKEN_VAR, token)]))
         .retries(RetryPolicy::none())
         .deadline(GUARD)
         .build()
         .expect("a transport for loopback builds")
 }
 
+/// A transport for `address` with the long token.
+fn transport(address: &str) -> HttpTransport {
+    transport_with(address, TOKEN)
+}
+
+/// One transport for `address` per token of [`TOKENS`], in order.
+fn transports(address: &str) -> Vec<HttpTransport> {
+    TOKENS.iter().map(|t| transport_with(address, t)).collect()
+}
+
 /// Every string a refusal gives the caller holds none of the forms.
 #[track_caller]
-fn assert_refusal_holds_none(forms: &[(String, String)], what: &str, refusal: &Refusal) {
+fn assert_refusal_holds_none(table: &Table, case: &Case, refusal: &Refusal) {
     for (part, text) in [
         ("reason", refusal.reason().to_owned()),
         ("remedy", refusal.remedy().to_owned()),
@@ -92,22 +130,22 @@ fn assert_refusal_holds_none(forms: &[(String, String)], what: &str, refusal: &R
         ("Debug", format!("{refusal:?}")),
         ("report", refusal.report().to_json()),
     ] {
-        assert_none_of(forms, TOKEN, &format!("{what}: {part}"), &text);
+        table.assert_none(case, &format!("{}: {part}", case.name), &text);
     }
 }
 
 #[tokio::test]
 async fn no_form_survives_in_a_whole_answer() {
-    let cases = Arc::new(table());
-    let forms = every_form(TOKEN);
+    let table = Table::new();
+    let cases = table.cases.clone();
     let server = engine(cases.clone(), "answer").await;
-    let transport = transport(&server.uri());
+    let transports = transports(&server.uri());
     for (n, case) in cases.iter().enumerate() {
-        let answer = transport
+        let answer = transports[case.token]
             .send(n.to_string())
             .await
             .unwrap_or_else(|refusal| panic!("{}: refused: {refusal}", case.name));
-        assert_none_of(&forms, TOKEN, &case.name, answer.text());
+        table.assert_none(case, &case.name, answer.text());
         assert!(
             answer.text().contains(REDACTED),
             "{}: {}",
@@ -123,16 +161,16 @@ async fn no_form_survives_in_a_whole_answer() {
 
 #[tokio::test]
 async fn no_form_survives_in_an_error_body() {
-    let cases = Arc::new(table());
-    let forms = every_form(TOKEN);
+    let table = Table::new();
+    let cases = table.cases.clone();
     let server = engine(cases.clone(), "error body").await;
-    let transport = transport(&server.uri());
+    let transports = transports(&server.uri());
     for (n, case) in cases.iter().enumerate() {
-        let refusal = transport
+        let refusal = transports[case.token]
             .send(n.to_string())
             .await
             .expect_err("a 400 is a refusal");
-        assert_refusal_holds_none(&forms, &case.name, &refusal);
+        assert_refusal_holds_none(&table, case, &refusal);
     }
     assert_eq!(
         server.received_requests().await.map(|r| r.len()),
@@ -142,16 +180,16 @@ async fn no_form_survives_in_an_error_body() {
 
 #[tokio::test]
 async fn no_form_survives_in_a_refusal_s_reason() {
-    let cases = Arc::new(table());
-    let forms = every_form(TOKEN);
+    let table = Table::new();
+    let cases = table.cases.clone();
     let server = engine(cases.clone(), "reason").await;
-    let transport = transport(&server.uri());
+    let transports = transports(&server.uri());
     for (n, case) in cases.iter().enumerate() {
-        let refusal = transport
+        let refusal = transports[case.token]
             .send(n.to_string())
             .await
             .expect_err("a 400 is a refusal");
-        assert_refusal_holds_none(&forms, &case.name, &refusal);
+        assert_refusal_holds_none(&table, case, &refusal);
         // The engine's message is quoted, with the echo in it concealed.
         assert!(
             refusal.reason().contains(REDACTED),
@@ -164,27 +202,27 @@ async fn no_form_survives_in_a_refusal_s_reason() {
 
 #[tokio::test]
 async fn no_form_survives_in_a_header_value() {
-    let cases = Arc::new(table());
-    let forms = every_form(TOKEN);
+    let table = Table::new();
+    let cases = table.cases.clone();
     let server = engine(cases.clone(), "header").await;
-    let transport = transport(&server.uri());
+    let transports = transports(&server.uri());
     let mut sent = 0;
     for (n, case) in cases.iter().enumerate() {
         // A header value holds no raw line break: HTTP forbids one.
         if case.text.contains(['\r', '\n']) {
             continue;
         }
-        let answer = transport
+        let answer = transports[case.token]
             .send(n.to_string())
             .await
             .unwrap_or_else(|refusal| panic!("{}: refused: {refusal}", case.name));
         sent += 1;
         let echo = answer.header("x-echo").unwrap_or_default();
-        assert_none_of(&forms, TOKEN, &format!("{}: x-echo", case.name), echo);
+        table.assert_none(case, &format!("{}: x-echo", case.name), echo);
         assert!(echo.contains(REDACTED), "{}: {echo}", case.name);
         let id = answer.request_id().unwrap_or_default();
-        assert_none_of(&forms, TOKEN, &format!("{}: request id", case.name), id);
-        assert_none_of(&forms, TOKEN, &case.name, &format!("{answer:?}"));
+        table.assert_none(case, &format!("{}: request id", case.name), id);
+        table.assert_none(case, &case.name, &format!("{answer:?}"));
     }
     assert!(
         sent * 2 > cases.len(),
@@ -236,11 +274,12 @@ async fn streaming_engine(cases: Arc<Vec<Case>>) -> String {
 
 #[tokio::test]
 async fn no_form_survives_in_a_stream_cut_at_every_byte() {
-    let cases = Arc::new(table());
-    let forms = every_form(TOKEN);
+    let table = Table::new();
+    let cases = table.cases.clone();
     let address = streaming_engine(cases.clone()).await;
-    let transport = transport(&address);
+    let transports = transports(&address);
     for (n, case) in cases.iter().enumerate() {
+        let transport = &transports[case.token];
         let mut stream = tokio::time::timeout(GUARD, transport.stream(n.to_string()))
             .await
             .expect("the head arrives")
@@ -252,7 +291,7 @@ async fn no_form_survives_in_a_stream_cut_at_every_byte() {
         {
             let event = event.unwrap_or_else(|refusal| panic!("{}: {refusal}", case.name));
             let what = format!("{}, event {events}", case.name);
-            assert_none_of(&forms, TOKEN, &what, event.data());
+            table.assert_none(case, &what, event.data());
             assert!(event.data().contains(REDACTED), "{what}: {}", event.data());
             events += 1;
         }

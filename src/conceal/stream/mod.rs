@@ -8,7 +8,7 @@
 //! two (buildbot's masker, still open); holding whole lines misses a token
 //! hard-wrapped across two; flushing a hold-back on a timer leaks whatever
 //! was held. This type relies on the concealer being *local* instead
-//! (`DESIGN.md`, "Locality"): whether a byte is concealed depends only on
+//! (`reach.rs`): whether a byte is concealed depends only on
 //! the bytes within [`Concealer::reach`] of it, and on none at all across
 //! a *barrier*, a byte that no form can hold or reach over:
 //!
@@ -21,10 +21,11 @@
 //! - a *gap*: a cut with two bytes on each side, no two neighbours among
 //!   the four standing side by side in any pattern (the secrets, their
 //!   hex, their base64 cores), none of them a trigger, a line break or
-//!   `=`, and no trigger within the longest escape before them. No form
-//!   can hold either byte beside the cut, in any view, so each hit lies
-//!   on one side of it, and a base64 core's neighbours reach the cut at
-//!   most. This is the prefix test: text after the last gap is what could
+//!   `=`, and no trigger within the longest escape before them (nor within
+//!   the opening of an escape a hit's start takes in, and its digits). No
+//!   form can hold either byte beside the cut, in any view, so each hit
+//!   lies on one side of it, and a base64 core's neighbours reach the cut
+//!   at most. This is the prefix test: text after the last gap is what could
 //!   still begin, or be inside, a form of a held secret (a word that runs
 //!   on, a wrapped line, a base64 run); text before it is released, though
 //!   it holds no separator (`maintenance\nzzz…`, where `zz` is in no
@@ -46,9 +47,9 @@
 
 use super::Concealer;
 use super::REDACTED;
+use super::arch::{find_trigger, rfind_trigger};
 use super::patterns::{Matcher, Search};
-use super::reach::{CLOSING_REACH, ESCAPE_REACH};
-use memchr::{memchr3, memrchr3};
+use super::reach::{CLOSING_REACH, OPENED_REACH};
 
 impl Concealer {
     /// A stream that conceals a text arriving in pieces exactly as
@@ -279,10 +280,12 @@ impl ConcealStream {
         {
             return false;
         }
-        // No escape reaches the four bytes from before them: with none
-        // within the longest escape two layers deep, or none since a
-        // barrier the text before `buf` cannot read past.
-        let from = cut.checked_sub(ESCAPE_REACH);
+        // No escape reaches the four bytes from before them, nor does the
+        // opening of one whose digits a hit goes on with: with no trigger
+        // within the longest escape two layers deep and such an opening's
+        // bytes after it, or none since a barrier the text before `buf`
+        // cannot read past.
+        let from = cut.checked_sub(OPENED_REACH);
         match triggers.last_before(cut + GAP_AHEAD) {
             Some(t) => from.is_some_and(|from| t < from),
             None => from.is_some() || self.clean_start,
@@ -323,7 +326,7 @@ impl ConcealStream {
                 };
                 let from = last.saturating_sub(CLOSING_REACH);
                 let bytes = self.buf.as_bytes().get(from..last).unwrap_or_default();
-                memchr3(b'\\', b'%', b'&', bytes).is_none() && (from > 0 || self.clean_start)
+                find_trigger(bytes).is_none() && (from > 0 || self.clean_start)
             }
             _ => false,
         }
@@ -406,7 +409,7 @@ impl<'b> Triggers<'b> {
     fn new(bytes: &'b [u8], first: usize) -> Triggers<'b> {
         Triggers {
             bytes,
-            floor: first.saturating_sub(ESCAPE_REACH),
+            floor: first.saturating_sub(OPENED_REACH),
             found: None,
         }
     }
@@ -421,7 +424,7 @@ impl<'b> Triggers<'b> {
         }
         let end = end.min(self.bytes.len());
         let hay = self.bytes.get(self.floor..end).unwrap_or_default();
-        let found = memrchr3(b'\\', b'%', b'&', hay).map(|k| self.floor + k);
+        let found = rfind_trigger(hay).map(|k| self.floor + k);
         self.found = Some((found, end));
         found
     }

@@ -116,6 +116,41 @@ fn every_form_cut_at_every_position_streams_as_it_conceals_whole() {
     }
 }
 
+/// A span that starts inside the digits of an escape takes its opening,
+/// however the text was cut, and the base64 of a short token cut short
+/// goes: in pieces as whole.
+#[test]
+fn an_opening_a_span_takes_and_a_short_cut_echo_stream_as_they_conceal_whole() {
+    let concealer = Concealer::new(["ivXwBlS8"]);
+    let hex = "69765877426c5338";
+    for opening in ["&#56", r"\u0026#56", "%26%2356", "&amp;#56"] {
+        let form = format!("ivXwBlS{opening}{hex}");
+        for text in texts(&form) {
+            let whole = concealer.conceal(&text);
+            assert!(!whole.contains("&#56") && !whole.contains(hex), "{whole}");
+            for cut in 0..=text.len() {
+                assert_eq!(
+                    streamed(&concealer, &text, &[cut]),
+                    whole,
+                    "{text:?} at {cut}"
+                );
+            }
+        }
+    }
+    let concealer = Concealer::new(["TGMml5dK"]);
+    for text in texts("VEdNbWw1ZA==") {
+        let whole = concealer.conceal(&text);
+        assert!(!whole.contains("VEdNbWw1Z"), "{whole}");
+        for cut in 0..=text.len() {
+            assert_eq!(
+                streamed(&concealer, &text, &[cut]),
+                whole,
+                "{text:?} at {cut}"
+            );
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -171,8 +206,6 @@ proptest! {
     }
 }
 
-/// The figure `DESIGN.md` derives for a 32-character token: hex of 64
-/// bytes, each up to 1,620 bytes of text, and the rest.
 #[test]
 fn a_complete_event_is_released_before_the_next_byte_arrives() {
     let concealer = Concealer::new([TOKEN]);

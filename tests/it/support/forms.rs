@@ -373,23 +373,25 @@ pub fn cores(token: &str) -> Vec<String> {
 /// Every form an echo of `token` can take, named: [`forms`] (raw, each
 /// JSON escaping, percent in both cases, each HTML reference, base64 and
 /// base64url of the token behind prefixes that set each alignment, and of
-/// `Bearer <token>`), each base64 core alone, base64 wrapped at MIME's and
-/// PEM's widths and a narrow one by every line break, and the token
-/// hard-wrapped by every line break, raw or escaped.
+/// `Bearer <token>`), each base64 core alone, the base64 of the token cut
+/// short by up to three bytes at either end (five of them kept), base64
+/// wrapped at MIME's and PEM's widths and a narrow one by every line
+/// break, and the token hard-wrapped by every line break, raw or escaped.
 pub fn every_form(token: &str) -> Vec<(String, String)> {
     let mut all = forms(token);
     for (at, core) in cores(token).into_iter().enumerate() {
         all.push((format!("base64 core {at} alone"), core));
     }
     // The base64 of an echo cut short: the token less up to one group of
-    // three bytes at either end, alone (so at each alignment).
+    // three bytes at either end, alone (so at each alignment), as long as
+    // five of its bytes remain.
     let bytes = token.as_bytes();
     for front in 0..=3 {
         for back in 0..=3 {
             let Some(cut) = bytes.get(front..bytes.len().saturating_sub(back)) else {
                 continue;
             };
-            if front + back == 0 || cut.len() < 16 {
+            if front + back == 0 || cut.len() < 5 {
                 continue;
             }
             for (alphabet, encoded) in [
