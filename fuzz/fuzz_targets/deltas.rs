@@ -248,7 +248,8 @@ fuzz_target!(|input: (u8, String)| {
 
     // Whitespace around the JSON, of any kind, is none of it.
     let json = data.trim();
-    let is_json = serde_json::from_str::<IgnoredAny>(json).is_ok();
+    // Data that is not a JSON object is text, as the channels read it.
+    let is_json = json.starts_with('{') && serde_json::from_str::<IgnoredAny>(json).is_ok();
     if !is_json {
         assert_eq!(spans, [(0..data.len(), false, 0, "text".to_owned())]);
     }

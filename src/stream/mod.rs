@@ -321,8 +321,9 @@ impl AnswerStream {
     /// the stream's end count as for any reader ([`usage`](Self::usage),
     /// [`ending`](Self::ending)), as does an error in one. The Responses
     /// API's `.done` events, which repeat the whole text, yield nothing;
-    /// an event whose data is not JSON is one [`Part::Text`] delta of
-    /// choice 0; JSON of no known shape yields nothing. A delta whose text
+    /// an event whose data is not a JSON object (plain text, or a bare
+    /// `42`) is one [`Part::Text`] delta of choice 0; an object of no
+    /// known shape yields nothing. A delta whose text
     /// is empty (sent so, or emptied by concealment) is not yielded.
     ///
     /// The text is concealed as the crate joins it: the deltas of a choice

@@ -797,3 +797,42 @@ fn when_the_concealer_drops_its_last_secret_what_was_held_goes_first_in_order() 
     joined.push(line("next")).expect("within bounds");
     assert_eq!(drain(&mut joined), [line("sk-re"), line("next")]);
 }
+
+#[test]
+fn a_plain_text_piece_that_is_bare_json_joins_every_reading_alike() {
+    // `13` is JSON (a number), yet text to every reader of a plain-text
+    // stream, `next_delta`'s join among them: were one reading to leave it
+    // out, two readings would mark the form in two different pieces.
+    let token = "mw-test-Q7vX2kP9zR4tL8wN";
+    let form = "QmVhcmVyIG13LXRlc3QtUTd2WDJrUDl6UjR0TDh3Tg"; // base64 of "Bearer <token>"
+    let items = [
+        "The key you gave me is ",
+        &form[..10],
+        &form[10..12],
+        &form[12..15],
+        &form[15..],
+        ", keep it safe.",
+    ];
+    for group in 1..=items.len() {
+        let mut joined = Joined::new(Some(&Concealer::new([token])));
+        let mut out = Vec::new();
+        for chunk in items.chunks(group) {
+            for item in chunk {
+                joined.push((*item).to_owned()).expect("within bounds");
+            }
+            out.extend(drain(&mut joined));
+        }
+        joined.take(None).expect("within bounds");
+        out.extend(drain(&mut joined));
+        let text: String = out.concat();
+        assert_eq!(
+            text.matches(REDACTED).count(),
+            1,
+            "taken {group} at a time: {text}"
+        );
+        assert!(
+            !text.contains("LXRlc3Qt"),
+            "taken {group} at a time: {text}"
+        );
+    }
+}

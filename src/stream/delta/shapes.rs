@@ -17,8 +17,9 @@
 //! `.done` events repeat the whole text) and Anthropic's other events
 //! carry none; neither does JSON of no known shape, nor an object of a
 //! known one that repeats a member it is read by (no one reading of it is
-//! the engine's). Data that is not JSON (whitespace around it aside) is
-//! text of choice 0, whole.
+//! the engine's). Data that is not a JSON object (whitespace around it
+//! aside) is text of choice 0, whole, as the channels read it: a plain
+//! text stream's piece that happens to be JSON (`42`, `true`) is text too.
 //!
 //! Read with serde_json's borrowed raw values, which point into the data,
 //! so that each string's literal is found where it stands: what a reading
@@ -36,7 +37,7 @@ use super::Part;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct DeltaSpan {
     /// Its bytes in the data: a JSON string literal, quotes included, when
-    /// `json`; else the text as it stands (data that is not JSON, or a
+    /// `json`; else the text as it stands (data that is not a JSON object, or a
     /// Gemini function call's `args` object).
     pub(crate) raw: Range<usize>,
     pub(crate) json: bool,
@@ -57,7 +58,8 @@ pub(crate) fn delta_spans(kind: &str, data: &str) -> Vec<DeltaSpan> {
     let json = data.trim();
     let top = object::<Top<'_>>(json);
     let Some(top) = top else {
-        if serde_json::from_str::<IgnoredAny>(json).is_err() {
+        let object = json.starts_with('{') && serde_json::from_str::<IgnoredAny>(json).is_ok();
+        if !object {
             found.spans.push(DeltaSpan {
                 raw: 0..data.len(),
                 json: false,

@@ -153,14 +153,20 @@ fn ollama_reads_chat_and_generate_lines() {
 }
 
 #[test]
-fn data_that_is_not_json_is_text_of_choice_0_and_json_of_no_known_shape_is_nothing() {
-    assert_eq!(read("message", "plain words"), [text(0, "plain words")]);
-    assert_eq!(read("message", "{\"broken\":"), [text(0, "{\"broken\":")]);
-    for nothing in [
-        "",
+fn data_that_is_no_json_object_is_text_of_choice_0_and_an_object_of_no_known_shape_is_nothing() {
+    // Whatever is not a JSON object is a plain-text piece, as the channels
+    // read it: a bare number or string in a text stream is text too.
+    for plain in [
+        "plain words",
+        "{\"broken\":",
         "42",
         "\"a string\"",
         "[\"an\",\"array\"]",
+    ] {
+        assert_eq!(read("message", plain), [text(0, plain)], "{plain}");
+    }
+    for nothing in [
+        "",
         r#"{"delta":"not a shape"}"#,
         r#"{"choices":"not an array","message":{"content":3}}"#,
         // A repeated member that a shape is read by: no reading is the engine's.
