@@ -34,7 +34,6 @@ use std::time::Duration;
 
 use reqwest::header::HeaderValue;
 use secrecy::SecretString;
-use tokio::time::Instant;
 
 use crate::conceal::Concealer;
 use crate::config::address::{Address, AddressError};
@@ -43,8 +42,7 @@ use crate::config::naming::Naming;
 use crate::config::naming::{TokenChainError, TokenSpec};
 use crate::config::origin::Origin;
 use crate::config::site::Site;
-use crate::config::token::content::FileProblem;
-use crate::config::token::file::{Current, TokenFile};
+use crate::config::token::file::TokenFile;
 use crate::config::token::{Token, UnusableToken};
 
 /// What the builder was given in code: the address, the token (or a file
@@ -111,38 +109,6 @@ pub(crate) enum TokenSource {
 }
 
 impl TokenSource {
-    /// The token to send with now, and which one it is; for a file, what
-    /// was wrong with it when no good token was ever read from it.
-    pub(crate) async fn current(
-        &self,
-        now: Instant,
-        deadline: Instant,
-        concealer: &Concealer,
-    ) -> Result<Current, FileProblem> {
-        match self {
-            TokenSource::Fixed(header) => Ok(Current {
-                header: header.clone(),
-                generation: 0,
-            }),
-            TokenSource::File(file) => file.current(now, deadline, concealer).await,
-        }
-    }
-
-    /// After the engine rejected the token `judged`: the token a file holds
-    /// now, when it is another one.
-    pub(crate) async fn replaced(
-        &self,
-        judged: u64,
-        now: Instant,
-        deadline: Instant,
-        concealer: &Concealer,
-    ) -> Option<Current> {
-        match self {
-            TokenSource::Fixed(_) => None,
-            TokenSource::File(file) => file.replaced(judged, now, deadline, concealer).await,
-        }
-    }
-
     /// The file's path, for a token from one.
     pub(crate) fn file(&self) -> Option<&TokenFile> {
         match self {

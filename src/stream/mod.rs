@@ -63,7 +63,7 @@ pub use ending::Ending;
 pub use event::Event;
 use flow::{Flow, Reader, Source};
 use framing::{Chunks, Format, Ndjson, Sse};
-pub(crate) use upstream::{SendRecord, Timers, Upstream};
+pub(crate) use upstream::{Ended, SendRecord, Timers, Upstream};
 pub(crate) use whole::{WholeAnswer, error_in_answer};
 
 /// An answer read as it arrives, from [`HttpTransport::stream`](crate::HttpTransport::stream),

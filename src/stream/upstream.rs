@@ -41,14 +41,16 @@ pub(crate) trait Upstream: Send + Sync {
     /// The stream ended as an answer that said it billed `usage`.
     fn billed(&self, span: &tracing::Span, usage: Option<Usage>);
     /// The stream ended as an answer.
-    fn answered(
-        &self,
-        span: &tracing::Span,
-        status: u16,
-        attempts: u32,
-        request_id: Option<&str>,
-        elapsed: Duration,
-    );
+    fn answered(&self, span: &tracing::Span, ended: Ended<'_>);
+}
+
+/// How a send that ended in an answer ended, for its meter and span.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ended<'a> {
+    pub(crate) status: u16,
+    pub(crate) attempts: u32,
+    pub(crate) request_id: Option<&'a str>,
+    pub(crate) elapsed: Duration,
 }
 
 /// The send a stream came from, as the stream keeps it: how it is metered and
@@ -95,13 +97,13 @@ impl SendRecord {
             Some(refusal) => self.transport.streamed_refusal(span, refusal, elapsed),
             None => {
                 let head = tally.head;
-                self.transport.answered(
-                    span,
-                    head.status,
-                    self.attempts,
-                    head.request_id.as_deref(),
+                let ended = Ended {
+                    status: head.status,
+                    attempts: self.attempts,
+                    request_id: head.request_id.as_deref(),
                     elapsed,
-                );
+                };
+                self.transport.answered(span, ended);
                 self.transport.billed(span, tally.usage);
             }
         }

@@ -83,6 +83,17 @@ fn keep(head: &mut Vec<u8>, chunk: &[u8]) {
     head.extend_from_slice(kept);
 }
 
+/// How an answer's body is read: at most `cap` bytes, within `deadline`,
+/// counted by `meter` as they arrive and concealed by `concealer` as they
+/// come.
+#[derive(Clone, Copy)]
+pub(super) struct Bounds<'a> {
+    pub(super) cap: u64,
+    pub(super) deadline: Deadline,
+    pub(super) meter: &'a Meter,
+    pub(super) concealer: &'a Concealer,
+}
+
 /// Reads an answer body of at most `cap` bytes, concealing it as it
 /// arrives; one byte more and it is refused, having never held more than
 /// `cap`. The deadline covers the concealment too: each piece is concealed
@@ -91,11 +102,14 @@ fn keep(head: &mut Vec<u8>, chunk: &[u8]) {
 /// with how many bytes had arrived.
 pub(super) async fn read_answer(
     response: &mut impl Incoming,
-    cap: u64,
-    deadline: Deadline,
-    meter: &Meter,
-    concealer: &Concealer,
+    bounds: Bounds<'_>,
 ) -> Result<String, (Failure, u64)> {
+    let Bounds {
+        cap,
+        deadline,
+        meter,
+        concealer,
+    } = bounds;
     let cap_bytes = usize::try_from(cap).unwrap_or(usize::MAX);
     let expected = response
         .content_length()

@@ -22,7 +22,7 @@ use crate::refusal::Refusal;
 use crate::refusal::render::origin::{address_origin, token_origin};
 use crate::request::Request;
 use crate::retry::RetryPolicy;
-use crate::stream::AnswerStream;
+use crate::stream::{AnswerStream, Ended};
 
 /// Sends JSON bodies to one engine for one scope, and turns what comes back
 /// into an [`Answer`] or a [`Refusal`].
@@ -231,14 +231,7 @@ impl crate::stream::Upstream for HttpTransport {
         self.inner.meter.billed(span, usage);
     }
 
-    fn answered(
-        &self,
-        span: &tracing::Span,
-        status: u16,
-        attempts: u32,
-        request_id: Option<&str>,
-        elapsed: Duration,
-    ) {
-        HttpTransport::answered(self, span, status, attempts, request_id, elapsed);
+    fn answered(&self, span: &tracing::Span, ended: Ended<'_>) {
+        HttpTransport::answered(self, span, ended);
     }
 }

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use reqwest::header::HeaderMap;
 
-use super::body::read_head;
+use super::body::{Bounds, read_head};
 use super::deadline::Deadline;
 use super::door::at_the_door;
 use super::incoming::Incoming;
@@ -162,15 +162,15 @@ impl Reading<'_> {
         }
         let request_id = shown_request_id(&headers, self.concealer);
         let fields = RateFields::read_now(&headers);
-        let text = read_text(
-            &mut incoming,
+        let bounds = Bounds {
             cap,
-            self.deadline,
-            self.meter,
-            self.concealer,
-        )
-        .await
-        .map_err(|(failure, bytes)| after_head(failure, bytes))?;
+            deadline: self.deadline,
+            meter: self.meter,
+            concealer: self.concealer,
+        };
+        let text = read_text(&mut incoming, bounds)
+            .await
+            .map_err(|(failure, bytes)| after_head(failure, bytes))?;
         Ok(Received {
             status,
             text,

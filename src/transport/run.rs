@@ -19,15 +19,17 @@ use super::reply::{Missed, Reading};
 use crate::answer::Answer;
 use crate::clock::{later, millis};
 use crate::conceal::Shown;
-use crate::config::Target;
-use crate::config::token::file::TokenFile;
+use crate::config::token::file::{Current, TokenFile};
+use crate::config::{Target, TokenSource};
 use crate::limits::{Admission, Observed};
 use crate::refusal::failure::{Failure, refusal_for_failure};
 use crate::refusal::kind::Kind;
 use crate::refusal::site::Site;
 use crate::refusal::{Refusal, held, history, render};
 use crate::retry::{self, Retry};
-use crate::stream::{AnswerStream, SendRecord, StreamHead, Timers, WholeAnswer, error_in_answer};
+use crate::stream::{
+    AnswerStream, Ended, SendRecord, StreamHead, Timers, WholeAnswer, error_in_answer,
+};
 
 /// What one send carries besides its body: the call's own headers, its
 /// deadline and its idempotency key, each already checked.
@@ -149,13 +151,13 @@ impl HttpTransport {
                 )
                 .with_attempts(attempts)
                 .after(elapsed);
-                self.answered(
-                    &span,
-                    answer.status(),
+                let ended = Ended {
+                    status: answer.status(),
                     attempts,
-                    answer.request_id(),
+                    request_id: answer.request_id(),
                     elapsed,
-                );
+                };
+                self.answered(&span, ended);
                 self.inner.meter.billed(&span, answer.usage());
                 Ok(answer)
             }
@@ -229,14 +231,13 @@ impl HttpTransport {
 
     /// The meter and the span of a send that ended in an answer (a stream
     /// that ended cleanly, or that its reader stopped, counts as one).
-    pub(crate) fn answered(
-        &self,
-        span: &tracing::Span,
-        status: u16,
-        attempts: u32,
-        request_id: Option<&str>,
-        elapsed: std::time::Duration,
-    ) {
+    pub(crate) fn answered(&self, span: &tracing::Span, ended: Ended<'_>) {
+        let Ended {
+            status,
+            attempts,
+            request_id,
+            elapsed,
+        } = ended;
         self.inner.meter.sent(Ok(()), Some(elapsed), false);
         // The fields an answer sets, recorded at once: a subscriber is
         // called once for them, and with none nothing is looked up.
@@ -348,10 +349,15 @@ impl HttpTransport {
         // cannot end in time keeps the last good token.
         let deadline = Deadline::new(started, options.deadline.unwrap_or(self.inner.deadline));
         // The send has just started: its clock reading is now's.
-        let current = target
-            .token
-            .current(started, deadline.at(), concealer)
-            .await;
+        // A token given once is the one; a file's is read when it may have
+        // changed.
+        let current = match &target.token {
+            TokenSource::Fixed(header) => Ok(Current {
+                header: header.clone(),
+                generation: 0,
+            }),
+            TokenSource::File(file) => file.current(started, deadline.at(), concealer).await,
+        };
         let mut token = match current {
             Ok(token) => token,
             Err(problem) => {
@@ -365,10 +371,13 @@ impl HttpTransport {
             // The latch belongs to the token it judged: while it stands,
             // every send looks at the file again (a read, not a request),
             // and a token the file has since replaced goes out.
-            let replaced = target
-                .token
-                .replaced(token.generation, Instant::now(), deadline.at(), concealer)
-                .await;
+            let replaced = match target.token.file() {
+                Some(file) => {
+                    file.replaced(token.generation, Instant::now(), deadline.at(), concealer)
+                        .await
+                }
+                None => None,
+            };
             match replaced {
                 Some(new) => token = new,
                 None => {
@@ -465,13 +474,13 @@ impl HttpTransport {
                     // (a rejected token is not billed), whatever the policy.
                     let rejected = matches!(refusal.status(), Some(401 | 403))
                         && refusal.cause() == crate::refusal::Cause::NoEngine;
-                    let replaced = if rejected && !rotated && deadline.allows(now) {
-                        target
-                            .token
-                            .replaced(token.generation, now, deadline.at(), concealer)
-                            .await
-                    } else {
-                        None
+                    let file = target.token.file();
+                    let replaced = match file {
+                        Some(file) if rejected && !rotated && deadline.allows(now) => {
+                            file.replaced(token.generation, now, deadline.at(), concealer)
+                                .await
+                        }
+                        _ => None,
                     };
                     if let Some(new) = replaced {
                         tracing::debug!(

@@ -15,11 +15,9 @@ use bytes::Bytes;
 use reqwest::header::HeaderMap;
 use tokio::time::timeout_at;
 
-use super::body::read_answer;
+use super::body::{Bounds, read_answer};
 use super::deadline::Deadline;
 use super::incoming::Incoming;
-use crate::conceal::Concealer;
-use crate::meter::Meter;
 use crate::refusal::failure::Failure;
 
 /// The longest body concealed in one call: the concealment of a piece this
@@ -32,11 +30,9 @@ const SHORT: usize = 16 * 1024;
 /// call when it is short and arrives in one piece.
 pub(super) async fn read_text(
     response: &mut impl Incoming,
-    cap: u64,
-    deadline: Deadline,
-    meter: &Meter,
-    concealer: &Concealer,
+    bounds: Bounds<'_>,
 ) -> Result<String, (Failure, u64)> {
+    let (cap, deadline) = (bounds.cap, bounds.deadline);
     let short = usize::try_from(cap).map_or(SHORT, |cap| cap.min(SHORT));
     let passed = || Failure::Deadline { ms: deadline.ms() };
     // Read before the first piece: what reqwest tells is what is left of
@@ -66,19 +62,19 @@ pub(super) async fn read_text(
         let arrived = u64::try_from(first.len()).unwrap_or(u64::MAX);
         match within(deadline, replay.response.chunk()).await {
             Ok(Ok(None)) => {
-                meter.received(first.len());
-                return Ok(concealer.conceal(text).into_owned());
+                bounds.meter.received(first.len());
+                return Ok(bounds.concealer.conceal(text).into_owned());
             }
             Ok(Ok(Some(piece))) => replay.second = Some(piece),
             Ok(Err(failure)) => replay.failed = Some(failure),
             Err(_) => {
-                meter.received(first.len());
+                bounds.meter.received(first.len());
                 return Err((passed(), arrived));
             }
         }
     }
     replay.first = Some(first);
-    read_answer(&mut replay, cap, deadline, meter, concealer).await
+    read_answer(&mut replay, bounds).await
 }
 
 /// `read` within the deadline, as `timeout_at` would run it (a read that is
@@ -147,6 +143,8 @@ mod tests {
     use tokio::time::Instant;
 
     use super::*;
+    use crate::conceal::Concealer;
+    use crate::meter::Meter;
 
     const SECRET: &str = "mw-short-0123456789abcdef";
 
@@ -215,9 +213,15 @@ mod tests {
             let deadline = Deadline::new(Instant::now(), Duration::from_secs(10));
             let (ours, streamed) = (Meter::default(), Meter::default());
             let mut body = scripted(declared, pieces);
-            let short = read_text(&mut body, cap, deadline, &ours, &concealer).await;
+            let bounds = |meter| Bounds {
+                cap,
+                deadline,
+                meter,
+                concealer: &concealer,
+            };
+            let short = read_text(&mut body, bounds(&ours)).await;
             let mut body = scripted(declared, pieces);
-            let whole = read_answer(&mut body, cap, deadline, &streamed, &concealer).await;
+            let whole = read_answer(&mut body, bounds(&streamed)).await;
             [
                 (short, ours.snapshot().bytes_received()),
                 (whole, streamed.snapshot().bytes_received()),
@@ -276,7 +280,14 @@ mod tests {
                 declared: Some(2),
                 pieces: VecDeque::from([Ok(Bytes::from_static(b"a\x80"))]),
             };
-            read_text(&mut body, 1024, deadline, &Meter::default(), &concealer).await
+            let meter = Meter::default();
+            let bounds = Bounds {
+                cap: 1024,
+                deadline,
+                meter: &meter,
+                concealer: &concealer,
+            };
+            read_text(&mut body, bounds).await
         });
         assert_eq!(failure, Err((Failure::AnswerNotUtf8, 2)));
     }

@@ -116,6 +116,16 @@ pub(crate) fn latched(site: &Site, original: &Refusal, at: SystemTime, left: Dur
     }
 }
 
+/// A configuration that cannot send, with what its words are written
+/// with: the chains' naming, the scope and the concealer.
+#[derive(Clone, Copy)]
+pub(super) struct Unsending<'a> {
+    pub(super) unsent: &'a Unsent,
+    pub(super) naming: &'a Naming,
+    pub(super) scope: &'a Unshown,
+    pub(super) concealer: &'a Concealer,
+}
+
 /// The refusal every send of a configuration that cannot send returns.
 pub(crate) fn unsent(
     unsent: Box<Unsent>,
@@ -123,8 +133,14 @@ pub(crate) fn unsent(
     scope: &Unshown,
     concealer: &Concealer,
 ) -> Refusal {
-    let (reason, host) = reason::unsent(&unsent, naming, scope, concealer);
-    let (remedy, source) = remedy::unsent(&unsent, naming, scope, concealer);
+    let at = Unsending {
+        unsent: &unsent,
+        naming,
+        scope,
+        concealer,
+    };
+    let (reason, host) = reason::unsent(at);
+    let (remedy, source) = remedy::unsent(at);
     let kind = Kind::Unsent {
         unsent,
         naming: Box::new(naming.clone()),

@@ -8,11 +8,10 @@
 //! no bound ever cuts them.
 
 use super::origin::{OriginWords, address_origin, token_origin};
-use super::scope_phrase;
-use crate::conceal::{Concealer, Shown, Unshown, shown};
+use super::{Unsending, scope_phrase};
+use crate::conceal::{Shown, shown};
 use crate::config::Unsent;
 use crate::config::address::{Address, AddressError};
-use crate::config::naming::Naming;
 use crate::config::site::{Site, shown_address, shown_host};
 use crate::refusal::Cause;
 use crate::refusal::evidence::dialect::Names;
@@ -113,7 +112,12 @@ pub(super) fn at_site(site: &Site, kind: &Kind) -> Shown {
         ),
         // What a configuration refuses names its own subject.
         Kind::Unsent { unsent, naming } => {
-            let (reason, _) = self::unsent(unsent, naming, site.scope(), site.concealer());
+            let (reason, _) = self::unsent(Unsending {
+                unsent,
+                naming,
+                scope: site.scope(),
+                concealer: site.concealer(),
+            });
             let scope = shown!("{}: ", scope_phrase(site.scope(), site.concealer()));
             reason.after(&scope).unwrap_or(reason)
         }
@@ -645,12 +649,13 @@ pub(super) fn short(kind: &Kind) -> Shown {
 
 /// The reason of a configuration that cannot send, and the engine's host
 /// when it has an address to name.
-pub(super) fn unsent(
-    unsent: &Unsent,
-    naming: &Naming,
-    scope: &Unshown,
-    concealer: &Concealer,
-) -> (Shown, Option<Shown>) {
+pub(super) fn unsent(at: Unsending<'_>) -> (Shown, Option<Shown>) {
+    let Unsending {
+        unsent,
+        naming,
+        scope,
+        concealer,
+    } = at;
     let scoped_name = scope_phrase(scope, concealer);
     // `scope "acme": engine at https://… (from …)`, with `noun` for
     // `engine at`.

@@ -12,8 +12,9 @@
 
 use std::time::Duration;
 
+use super::Unsending;
 use super::origin::{OriginWords, address_origin, token_origin};
-use crate::conceal::{Concealer, Shown, Unshown, shown};
+use crate::conceal::{Concealer, Shown, shown};
 use crate::config::Unsent;
 use crate::config::address::{Address, AddressError};
 use crate::config::naming::Naming;
@@ -123,9 +124,12 @@ pub(super) fn remedy(site: &Site, kind: &Kind) -> (Shown, Option<Shown>) {
                 token.variable(),
             )
         }
-        Kind::Unsent { unsent, naming } => {
-            self::unsent(unsent, naming, site.scope(), site.concealer())
-        }
+        Kind::Unsent { unsent, naming } => self::unsent(Unsending {
+            unsent,
+            naming,
+            scope: site.scope(),
+            concealer: site.concealer(),
+        }),
     }
 }
 
@@ -403,12 +407,8 @@ fn raise(setting: TimerSetting, ms: u64) -> Shown {
 
 /// The remedy of a configuration that cannot send, and the variable it
 /// names.
-pub(super) fn unsent(
-    unsent: &Unsent,
-    naming: &Naming,
-    scope: &Unshown,
-    concealer: &Concealer,
-) -> (Shown, Option<Shown>) {
+pub(super) fn unsent(at: Unsending<'_>) -> (Shown, Option<Shown>) {
+    let (unsent, naming, scope, concealer) = (at.unsent, at.naming, at.scope, at.concealer);
     let host = |address: &Address| shown_host(&address.host(), concealer);
     let name = |name: &str| concealer.show_all(name);
     match unsent {
