@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use meterwire::{AnswerStream, REDACTED};
+use meterwire::{AnswerStream, Part, REDACTED};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -436,6 +436,117 @@ async fn a_token_sent_one_byte_per_event_is_concealed_as_joined() {
                 check(shape, "one byte per event", &[(form, every)]).await;
             }
         }
+    }
+}
+
+/// The shapes `next_delta` reads: OpenAI chat (text and tool arguments,
+/// with a second choice or call between), Anthropic, the Responses API,
+/// Gemini's parts, Ollama, and plain text.
+const DELTA_SHAPES: [Shape; 8] = [
+    Shape::OpenAi,
+    Shape::TwoChoices,
+    Shape::ToolCalls,
+    Shape::Anthropic,
+    Shape::Responses,
+    Shape::Parts,
+    Shape::Ollama,
+    Shape::Text,
+];
+
+/// Each delta of the scripted stream, read with `next_delta`, as its
+/// choice, its part (`text`, `reasoning`, `arguments N`) and its text.
+async fn read_deltas(shape: Shape, scripted: &Scripted) -> Vec<(u32, String, String)> {
+    let mut steps: Vec<Step> = scripted.items.iter().map(|item| chunk(item)).collect();
+    steps.push(chunk(scripted.last));
+    steps.push(Step::End);
+    let content_type = if shape.ndjson() {
+        "application/x-ndjson"
+    } else {
+        "text/event-stream"
+    };
+    let engine = engine(content_type, steps).await;
+    let transport = transport(&engine);
+    let mut stream = opened(&transport).await;
+    let mut read = Vec::new();
+    loop {
+        let next = tokio::time::timeout(crate::support::GUARD, stream.next_delta())
+            .await
+            .expect("the next delta, or the end, arrives by itself");
+        let Some(delta) = next else { break };
+        let delta = delta.expect("not refused");
+        let part = match delta.part() {
+            Part::Text => "text".to_owned(),
+            Part::Reasoning => "reasoning".to_owned(),
+            Part::ToolArguments { call } => format!("arguments {call}"),
+            _ => "other".to_owned(),
+        };
+        read.push((delta.choice(), part, delta.text().to_owned()));
+    }
+    read
+}
+
+/// The join of the choice and part the form was written in.
+fn delta_join(shape: Shape, read: &[(u32, String, String)]) -> String {
+    let part = if shape == Shape::ToolCalls {
+        "arguments 0"
+    } else {
+        "text"
+    };
+    read.iter()
+        .filter(|(choice, got, _)| *choice == 0 && got == part)
+        .map(|(_, _, text)| text.as_str())
+        .collect()
+}
+
+/// `form` cut at `cuts`, sent in `shape` and read with `next_delta`: the
+/// join of its choice and part holds no form and the marker once, the
+/// words around it kept; the other choice or call as sent; and the stream
+/// with no token in it read as sent, delta for delta.
+async fn check_deltas(shape: Shape, name: &str, form: &str, cuts: &[usize]) {
+    let (lead, trail) = shape.around();
+    let what = format!("{shape:?}, {name}, cut at {cuts:?}");
+    let mut parts = vec![lead];
+    parts.extend(fragments(form, cuts));
+    parts.push(trail);
+    let read = read_deltas(shape, &script(shape, &parts)).await;
+    let text = delta_join(shape, &read);
+    assert_no_form(TOKEN, &what, &text);
+    assert_eq!(text.matches(REDACTED).count(), 1, "{what}: {text:?}");
+    assert!(
+        text.starts_with(lead) && text.ends_with(trail),
+        "{what}: {text:?}"
+    );
+
+    let plain = "nothing secret, only words said one after another and more words";
+    let plain = &plain[..form.len().min(plain.len())];
+    let mut parts = vec![lead];
+    parts.extend(fragments(plain, cuts));
+    parts.push(trail);
+    let read = read_deltas(shape, &script(shape, &parts)).await;
+    let sent: String = parts.concat();
+    assert_eq!(delta_join(shape, &read), sent, "{shape:?} with no token");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Every form, cut into any number of fragments (one to one per byte),
+    /// in every shape `next_delta` reads: what it yields, joined by choice
+    /// and part, holds no form of the token.
+    #[test]
+    fn a_token_cut_anywhere_into_deltas_is_concealed_in_what_next_delta_joins(
+        shape in prop::sample::select(DELTA_SHAPES.to_vec()),
+        form in prop::sample::select(every_form()),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..64),
+    ) {
+        let (name, form) = form;
+        prop_assume!(shape.carries(&form));
+        let cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(form.len() + 1)).collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(check_deltas(shape, &name, &form, &cuts));
     }
 }
 
