@@ -527,6 +527,21 @@ async fn check_deltas(shape: Shape, name: &str, form: &str, cuts: &[usize]) {
     assert_eq!(delta_join(shape, &read), sent, "{shape:?} with no token");
 }
 
+/// Where a property cuts a form: each drawn index, anywhere from before its
+/// first byte to after its last.
+fn cut_at(form: &str, cuts: &[prop::sample::Index]) -> Vec<usize> {
+    cuts.iter().map(|cut| cut.index(form.len() + 1)).collect()
+}
+
+/// Runs a property's case on a runtime of its own.
+fn block_on<F: std::future::Future>(case: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(case)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -541,12 +556,8 @@ proptest! {
     ) {
         let (name, form) = form;
         prop_assume!(shape.carries(&form));
-        let cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(form.len() + 1)).collect();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(check_deltas(shape, &name, &form, &cuts));
+        let cuts = cut_at(&form, &cuts);
+        block_on(check_deltas(shape, &name, &form, &cuts));
     }
 }
 
@@ -565,12 +576,8 @@ proptest! {
     ) {
         let (name, form) = form;
         prop_assume!(shape.carries(&form));
-        let cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(form.len() + 1)).collect();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(check(shape, &name, &[(form.as_str(), cuts)]));
+        let cuts = cut_at(&form, &cuts);
+        block_on(check(shape, &name, &[(form.as_str(), cuts)]));
     }
 }
 
