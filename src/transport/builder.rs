@@ -138,10 +138,7 @@ pub struct HttpTransportBuilder {
 
 /// The shared hold's settings and its builder methods (cargo feature
 /// `redis`); without the feature a stand-in with nothing to set.
-#[cfg(feature = "redis")]
-mod shared_hold;
-#[cfg(not(feature = "redis"))]
-#[path = "builder/no_shared_hold.rs"]
+#[cfg_attr(not(feature = "redis"), path = "builder/no_shared_hold.rs")]
 mod shared_hold;
 
 /// Shows the configuration without a secret: the scope and header names
