@@ -105,7 +105,7 @@ struct Found {
 /// those nested deeper than [`MAX_DEPTH`] are left out, the rest kept.
 pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
     let bytes = text.as_bytes();
-    let mut at = skip_space(bytes, 0);
+    let mut at = skip_outer_space(text, 0);
     if bytes.get(at) != Some(&b'{') {
         return Err(NotAnObject::Other);
     }
@@ -277,7 +277,7 @@ pub(crate) fn strings(text: &str) -> Result<Vec<JsonString>, NotAnObject> {
             break;
         }
     }
-    if skip_space(bytes, at) != bytes.len() {
+    if skip_outer_space(text, at) != bytes.len() {
         return Err(NotAnObject::Invalid);
     }
     let dropped = shadowed_members(&members, &keys);
@@ -377,12 +377,12 @@ fn push_key(path: &mut String, key: &str) {
 /// literal's bytes and its value; `None` when it is anything else.
 pub(crate) fn whole_string(text: &str) -> Option<(Range<usize>, String)> {
     let bytes = text.as_bytes();
-    let at = skip_space(bytes, 0);
+    let at = skip_outer_space(text, 0);
     if bytes.get(at) != Some(&b'"') {
         return None;
     }
     let (end, value) = string(text, at).ok()?;
-    (skip_space(bytes, end) == bytes.len()).then_some((at..end, value))
+    (skip_outer_space(text, end) == bytes.len()).then_some((at..end, value))
 }
 
 /// Where each character of a string literal's value starts, as a pair of
@@ -414,6 +414,33 @@ pub(crate) fn boundaries(literal: &str) -> Vec<(usize, usize)> {
     }
     out.push((value, bytes.len().saturating_sub(1).max(1)));
     out
+}
+
+/// Whether a character around a whole JSON text is space to a lenient
+/// reader: Rust's `trim` drops every Unicode white space (a no-break space,
+/// a form feed, U+2028), Python's `strip` the information separators
+/// `\x1c`–`\x1f` as well. `json.loads(line.strip())` reads an object
+/// behind any of them, so the channels and `next_delta` read one there too.
+pub(crate) fn outer_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Where the text from `at` (a character boundary) goes on past
+/// [`outer_space`].
+fn skip_outer_space(text: &str, at: usize) -> usize {
+    let rest = text.get(at..).unwrap_or_default();
+    at + (rest.len() - rest.trim_start_matches(outer_space).len())
+}
+
+/// The text of a whole JSON string literal (quotes included) decoded as the
+/// channels decode it, a lone surrogate as U+FFFD; `None` when it is not
+/// one literal.
+pub(crate) fn literal_value(literal: &str) -> Option<String> {
+    if !literal.starts_with('"') {
+        return None;
+    }
+    let (end, value) = string(literal, 0).ok()?;
+    (end == literal.len()).then_some(value)
 }
 
 fn skip_space(bytes: &[u8], mut at: usize) -> usize {
@@ -463,21 +490,26 @@ fn escape(bytes: &[u8], at: usize) -> Result<(usize, char), NotAnObject> {
         Some(b't') => '\t',
         Some(b'u') => {
             let unit = hex4(bytes, at + 2)?;
+            // A surrogate without its pair is read as U+FFFD and the
+            // escape after it on its own, as serde_json skips it in a
+            // member it ignores, and JavaScript and Python keep it: a
+            // reader of the engine's choosing reads the strings beside it.
             return match unit {
                 0xD800..=0xDBFF => {
-                    if bytes.get(at + 6) != Some(&b'\\') || bytes.get(at + 7) != Some(&b'u') {
-                        return Err(NotAnObject::Invalid);
-                    }
-                    let low = hex4(bytes, at + 8)?;
-                    if !(0xDC00..=0xDFFF).contains(&low) {
-                        return Err(NotAnObject::Invalid);
-                    }
+                    let low = (bytes.get(at + 6) == Some(&b'\\')
+                        && bytes.get(at + 7) == Some(&b'u'))
+                    .then(|| hex4(bytes, at + 8).ok())
+                    .flatten()
+                    .filter(|low| (0xDC00..=0xDFFF).contains(low));
+                    let Some(low) = low else {
+                        return Ok((at + 6, char::REPLACEMENT_CHARACTER));
+                    };
                     let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
                     char::from_u32(code)
                         .map(|c| (at + 12, c))
                         .ok_or(NotAnObject::Invalid)
                 }
-                0xDC00..=0xDFFF => Err(NotAnObject::Invalid),
+                0xDC00..=0xDFFF => Ok((at + 6, char::REPLACEMENT_CHARACTER)),
                 unit => char::from_u32(unit)
                     .map(|c| (at + 6, c))
                     .ok_or(NotAnObject::Invalid),
@@ -698,8 +730,8 @@ mod tests {
             "{\"a\":1,}",
             "{\"a\":01}",
             "{\"a\":1.}",
-            "{\"a\":\"\\ud800\"}",
-            "{\"a\":\"\\udc00\"}",
+            "{\"a\":\"\\ud800\\u12\"}",
+            "\u{a0}{} x",
             "{\"a\":\"\u{1}\"}",
             "{\"a\":\"\\x41\"}",
             "{\"a\":tru}",
@@ -709,6 +741,40 @@ mod tests {
         ] {
             assert_eq!(strings(invalid), Err(NotAnObject::Invalid), "{invalid:?}");
         }
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_read_as_a_replacement_character_and_the_strings_beside_it_kept() {
+        for (text, value) in [
+            (r#"{"a":"\ud800"}"#, "\u{fffd}"),
+            (r#"{"a":"\udc00x"}"#, "\u{fffd}x"),
+            (r#"{"a":"\ud800\u0041"}"#, "\u{fffd}A"),
+            (r#"{"a":"\ud800\ud800\udc00"}"#, "\u{fffd}\u{10000}"),
+        ] {
+            let found = strings(text).expect("an object");
+            assert_eq!(found[0].value, value, "{text}");
+            assert_eq!(
+                literal_value(&text[5..text.len() - 1]).as_deref(),
+                Some(value)
+            );
+        }
+        let beside = strings(r#"{"id":"\udc00","choices":[{"delta":{"content":"mw-"}}]}"#)
+            .expect("an object");
+        assert_eq!(beside[1].value, "mw-");
+    }
+
+    #[test]
+    fn the_space_a_lenient_reader_drops_around_an_object_is_none_of_it() {
+        for space in [
+            "\u{a0}", "\u{c}", "\u{b}", "\u{2028}", "\u{3000}", "\u{1c}", " \t",
+        ] {
+            let text = format!("{space}{{\"a\":\"mw-\"}}{space}");
+            let found = strings(&text).expect("an object");
+            assert_eq!(&text[found[0].raw.clone()], "\"mw-\"", "{space:?}");
+            let whole = whole_string(&format!("{space}\"mw-\"{space}"));
+            assert_eq!(whole.map(|(_, value)| value).as_deref(), Some("mw-"));
+        }
+        assert_eq!(strings("x{}"), Err(NotAnObject::Other));
     }
 
     #[test]

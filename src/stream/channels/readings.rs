@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use super::json_spans::{JsonString, strings, whole_string};
 use crate::stream::delta::Part;
-use crate::stream::delta::shapes::delta_spans;
+use crate::stream::delta::shapes::delta_spans_of;
 
 /// One string of an item that a reading can join.
 pub(super) struct Slot {
@@ -67,11 +67,15 @@ impl Slot {
 /// An item's data, read once for every reading.
 pub(super) struct Parsed {
     pub(super) slots: Vec<Slot>,
+    /// Whether the data is a JSON object (its slots are its strings).
+    pub(super) object: bool,
 }
 
 impl Parsed {
     pub(super) fn of(data: &str) -> Parsed {
-        let slots = match strings(data) {
+        let found = strings(data);
+        let object = found.is_ok();
+        let slots = match found {
             Ok(found) => found
                 .into_iter()
                 .map(|string| Slot {
@@ -95,7 +99,7 @@ impl Parsed {
                 slots
             }
         };
-        Parsed { slots }
+        Parsed { slots, object }
     }
 }
 
@@ -184,7 +188,7 @@ impl Reading {
 /// spells no form across items that its own strings do not, and those are
 /// joined by every other reading.
 fn deltas(parsed: &Parsed, kind: &str, data: &str, mut join: impl FnMut(usize, &str)) {
-    for span in delta_spans(kind, data) {
+    for span in delta_spans_of(kind, data, parsed.object) {
         let Ok(at) = parsed
             .slots
             .binary_search_by_key(&span.raw.start, |slot| slot.raw.start)

@@ -14,6 +14,7 @@ pub(crate) mod shapes;
 
 use std::collections::VecDeque;
 
+use crate::stream::channels::json_spans::literal_value;
 use shapes::delta_spans;
 
 /// One piece of generated text, from
@@ -98,9 +99,10 @@ impl Delta {
                 continue;
             };
             let text = if span.json {
-                match serde_json::from_str::<String>(raw) {
-                    Ok(text) => text,
-                    Err(_) => continue,
+                // Decoded as the channels decoded what they concealed.
+                match literal_value(raw) {
+                    Some(text) => text,
+                    None => continue,
                 }
             } else {
                 raw.to_owned()

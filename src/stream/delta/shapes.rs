@@ -17,9 +17,10 @@
 //! `.done` events repeat the whole text) and Anthropic's other events
 //! carry none; neither does JSON of no known shape, nor an object of a
 //! known one that repeats a member it is read by (no one reading of it is
-//! the engine's). Data that is not a JSON object (whitespace around it
-//! aside) is text of choice 0, whole, as the channels read it: a plain
-//! text stream's piece that happens to be JSON (`42`, `true`) is text too.
+//! the engine's). Data that the channels do not read as a JSON object (the
+//! space a lenient reader drops around it aside) is text of choice 0,
+//! whole, as they read it: a plain text stream's piece that happens to be
+//! JSON (`42`, `true`) is text too.
 //!
 //! Read with serde_json's borrowed raw values, which point into the data,
 //! so that each string's literal is found where it stands: what a reading
@@ -28,10 +29,10 @@
 use std::ops::Range;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use super::Part;
+use crate::stream::channels::json_spans::{outer_space, strings};
 
 /// One piece of generated text in an event's data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,24 +50,32 @@ pub(crate) struct DeltaSpan {
 /// channels name it: `message` for an SSE event with none, empty for an
 /// NDJSON line; `data` its data, concealed), in the order they stand.
 pub(crate) fn delta_spans(kind: &str, data: &str) -> Vec<DeltaSpan> {
+    delta_spans_of(kind, data, strings(data).is_ok())
+}
+
+/// [`delta_spans`], told whether the channels read `data` as a JSON
+/// object (`is_object`). Their reading decides, not serde_json's: data they
+/// read as text is one piece of text, whole, so that what `next_delta`
+/// yields is always what a reading of the channels joined and concealed,
+/// wherever the two parsers could differ.
+pub(crate) fn delta_spans_of(kind: &str, data: &str, is_object: bool) -> Vec<DeltaSpan> {
     let mut found = Found {
         data,
         spans: Vec::new(),
     };
-    // Read as the in-stream error is: whitespace around the JSON is none
-    // of it, whatever kind.
-    let json = data.trim();
-    let top = object::<Top<'_>>(json);
-    let Some(top) = top else {
-        let object = json.starts_with('{') && serde_json::from_str::<IgnoredAny>(json).is_ok();
-        if !object {
-            found.spans.push(DeltaSpan {
-                raw: 0..data.len(),
-                json: false,
-                choice: 0,
-                part: Part::Text,
-            });
-        }
+    if !is_object {
+        found.spans.push(DeltaSpan {
+            raw: 0..data.len(),
+            json: false,
+            choice: 0,
+            part: Part::Text,
+        });
+        return found.spans;
+    }
+    // Read as the channels read it: the space around the JSON that a
+    // lenient reader drops is none of it, whatever kind.
+    let json = data.trim_matches(outer_space);
+    let Some(top) = object::<Top<'_>>(json) else {
         return found.spans;
     };
     let named = top.kind.and_then(text_of);

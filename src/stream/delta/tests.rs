@@ -198,3 +198,22 @@ fn whitespace_of_any_kind_around_json_is_none_of_it() {
     let spans = delta_spans("", data);
     assert_eq!(&data[spans[0].raw.clone()], "\"a\"");
 }
+
+#[test]
+fn data_the_channels_read_as_text_is_one_piece_of_text_whatever_serde_json_reads() {
+    let data = r#"{"choices":[{"index":0,"delta":{"content":"mw-"}}]}"#;
+    let spans = shapes::delta_spans_of("message", data, false);
+    assert_eq!(spans.len(), 1);
+    assert_eq!(
+        (spans[0].raw.clone(), spans[0].json),
+        (0..data.len(), false)
+    );
+    assert_eq!(shapes::delta_spans_of("message", data, true).len(), 1);
+    assert!(shapes::delta_spans_of("message", data, true)[0].json);
+}
+
+#[test]
+fn a_lone_surrogate_is_decoded_as_the_channels_decode_it() {
+    let data = r#"{"id":"\udc00","choices":[{"index":0,"delta":{"content":"a\ud800b"}}]}"#;
+    assert_eq!(read("message", data), [text(0, "a\u{fffd}b")]);
+}

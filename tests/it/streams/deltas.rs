@@ -817,3 +817,89 @@ async fn a_fake_that_streams_for_itself_honours_expect_done() {
     );
     assert_eq!(stream.ending(), Some(Ending::Done));
 }
+
+/// `body` with each event's JSON data (each NDJSON line) made as a lenient
+/// reader still reads it: a no-break space or a form feed around it
+/// (dropped by `str::trim`, Python's `strip`), or a member nobody reads
+/// holding a lone surrogate (skipped by serde_json, kept by Python and
+/// JavaScript).
+fn leniently(body: &str, trigger: &str) -> String {
+    let change = |json: &str| match trigger {
+        "a lone surrogate beside" => format!("{{\"id\":\"\\udc00\",{}", &json[1..]),
+        space => format!("{space}{json}{space}"),
+    };
+    body.split_inclusive('\n')
+        .map(|line| {
+            let (head, rest) = match line.strip_prefix("data: ") {
+                Some(rest) => ("data: ", rest),
+                None => ("", line),
+            };
+            let json = rest.trim_end_matches('\n');
+            if json.starts_with('{') && !json.starts_with("{}") {
+                format!("{head}{}{}", change(json), &rest[json.len()..])
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn data_a_lenient_reader_reads_as_json_is_read_as_json_by_next_delta_and_every_reading() {
+    for trigger in ["\u{a0}", "\u{c}", "\u{2028}", "a lone surrogate beside"] {
+        for (name, form) in forms(TOKEN) {
+            let (head, tail) = form.split_at(form.len() / 2);
+            let (one, two) = (format!("The key is {head}"), format!("{tail}, keep it."));
+            for stream in streams((&one, &two)) {
+                let body = leniently(&stream.body, trigger);
+                let what = format!("{}, {name}, {trigger:?}", stream.engine);
+                for size in [7, body.len()] {
+                    let server = engine(stream.content_type, in_pieces(&body, size)).await;
+                    let mut read = opened(&transport(&server)).await;
+                    let deltas = all_deltas(&mut read).await.expect("not refused");
+                    let joined: String = deltas
+                        .iter()
+                        .filter(|(_, part, _)| *part == Part::Text)
+                        .map(|(_, _, text)| text.as_str())
+                        .collect();
+                    crate::support::forms::assert_no_form(TOKEN, &what, &joined);
+                    assert_eq!(joined.matches("[redacted]").count(), 1, "{what}: {joined}");
+                    assert!(joined.starts_with("The key is "), "{what}: {joined}");
+                    assert!(joined.ends_with(", keep it."), "{what}: {joined}");
+                }
+            }
+        }
+    }
+}
+
+/// The reader a Python predictor writes, `json.loads(data.strip())` and
+/// `choices[0].delta.content`, over events with a no-break space around
+/// their data: what it joins from `next_event` holds no form.
+#[tokio::test]
+async fn a_reader_that_strips_the_data_before_parsing_it_joins_no_form() {
+    for (name, form) in forms(TOKEN) {
+        let (head, tail) = form.split_at(form.len() / 2);
+        let (one, two) = (format!("The key is {head}"), format!("{tail}, keep it."));
+        let body = leniently(&openai_chat((&one, &two)).body, "\u{a0}");
+        let server = engine("text/event-stream", in_pieces(&body, 7)).await;
+        let mut read = opened(&transport(&server)).await;
+        let mut joined = String::new();
+        // Bounded: the stream has a handful of events.
+        for _ in 0..64 {
+            let next = tokio::time::timeout(GUARD, read.next_event())
+                .await
+                .expect("the next event, or the end, arrives by itself");
+            let Some(event) = next else { break };
+            let event = event.expect("not refused");
+            let data = event.data().trim();
+            let Ok(value) = serde_json::from_str::<serde_json::Value>(data) else {
+                continue;
+            };
+            if let Some(content) = value["choices"][0]["delta"]["content"].as_str() {
+                joined.push_str(content);
+            }
+        }
+        crate::support::forms::assert_no_form(TOKEN, &name, &joined);
+        assert!(joined.starts_with("The key is "), "{name}: {joined}");
+    }
+}
