@@ -2,9 +2,10 @@
 //! crate's own pure reader, held to a reading of serde_json's `Value` and
 //! to the public `next_delta`. The oracle: no panic; every span is a
 //! range of the data on character boundaries, in order, none overlapping;
-//! data serde_json does not take for JSON is one text span of choice 0,
-//! whole (whitespace around JSON of any kind is none of it); in JSON, a
-//! span is a string literal serde_json decodes (or a
+//! data the channels' reader does not take for a JSON object is one text
+//! span of choice 0, whole (the space a lenient reader drops around JSON is
+//! none of it); in JSON, a span is a string literal serde_json decodes once
+//! made strict, a lone surrogate as U+FFFD (or a
 //! Gemini call's `args`, an object); where no object repeats a key, the
 //! texts, choices and parts are those a reading of the `Value` finds; and
 //! a stream of the data as an NDJSON line yields each non-empty text in
@@ -17,9 +18,13 @@ use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
 use meterwire::AnswerStream;
-use meterwire::fuzzing::delta_spans;
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use meterwire::fuzzing::{delta_spans, json_strings};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+
+#[path = "common/strict.rs"]
+mod strict;
+use strict::{outer_space, strict};
 
 /// The types an event can carry, the last one none of an engine's.
 const KINDS: [&str; 8] = [
@@ -246,10 +251,13 @@ fuzz_target!(|input: (u8, String)| {
         end = range.end;
     }
 
-    // Whitespace around the JSON, of any kind, is none of it.
-    let json = data.trim();
-    // Data that is not a JSON object is text, as the channels read it.
-    let is_json = json.starts_with('{') && serde_json::from_str::<IgnoredAny>(json).is_ok();
+    // Whether data is a JSON object is the channels' reader's word (the
+    // `json_spans` target holds it to serde_json); what it reads as text is
+    // one piece of text, whole. The space a lenient reader drops around
+    // the JSON is none of it, and serde_json reads it once made strict.
+    let is_json = json_strings(&data).is_ok();
+    let strict_data = strict(&data);
+    let json = strict_data.trim_matches(outer_space);
     if !is_json {
         assert_eq!(spans, [(0..data.len(), false, 0, "text".to_owned())]);
     }
@@ -259,7 +267,7 @@ fuzz_target!(|input: (u8, String)| {
         if !is_json {
             ours.push((*choice, part.clone(), raw.to_owned()));
         } else if *json {
-            let text: String = serde_json::from_str(raw).expect("a string literal");
+            let text: String = serde_json::from_str(&strict(raw)).expect("a string literal");
             ours.push((*choice, part.clone(), text));
         } else {
             let args: Value = serde_json::from_str(raw).expect("a call's arguments");
@@ -316,7 +324,7 @@ fuzz_target!(|input: (u8, String)| {
                 .map(|(range, json, _, _)| {
                     let raw = &line[range];
                     if json {
-                        serde_json::from_str(raw).expect("a string literal")
+                        serde_json::from_str(&strict(raw)).expect("a string literal")
                     } else {
                         raw.to_owned()
                     }
