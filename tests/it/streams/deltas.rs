@@ -572,6 +572,21 @@ fn joined_across_shapes((one, two): (&str, &str)) -> [(&'static str, String, Par
     ]
 }
 
+/// The deltas `keep` picks, joined, as a predictor joins `"The key is "`, a
+/// form of the token and `", keep it."` split over deltas: no form, the
+/// marker once, the text around it as sent.
+fn assert_concealed_once(deltas: &[Piece], keep: impl Fn(&Piece) -> bool, what: &str) {
+    let joined: String = deltas
+        .iter()
+        .filter(|piece| keep(piece))
+        .map(|(_, _, text)| text.as_str())
+        .collect();
+    crate::support::forms::assert_no_form(TOKEN, what, &joined);
+    assert_eq!(joined.matches("[redacted]").count(), 1, "{what}: {joined}");
+    assert!(joined.starts_with("The key is "), "{what}: {joined}");
+    assert!(joined.ends_with(", keep it."), "{what}: {joined}");
+}
+
 #[tokio::test]
 async fn a_token_split_where_only_the_delta_join_meets_it_is_concealed_in_that_join() {
     for (name, form) in forms(TOKEN) {
@@ -583,15 +598,11 @@ async fn a_token_split_where_only_the_delta_join_meets_it_is_concealed_in_that_j
                 let mut read = opened(&transport(&server)).await;
                 let what = format!("{shape}, {name}, pieces of {size}");
                 let deltas = all_deltas(&mut read).await.expect("not refused");
-                let joined: String = deltas
-                    .iter()
-                    .filter(|(choice, got, _)| *choice == 0 && *got == part)
-                    .map(|(_, _, text)| text.as_str())
-                    .collect();
-                crate::support::forms::assert_no_form(TOKEN, &what, &joined);
-                assert_eq!(joined.matches("[redacted]").count(), 1, "{what}: {joined}");
-                assert!(joined.starts_with("The key is "), "{what}: {joined}");
-                assert!(joined.ends_with(", keep it."), "{what}: {joined}");
+                assert_concealed_once(
+                    &deltas,
+                    |(choice, got, _)| *choice == 0 && *got == part,
+                    &what,
+                );
             }
         }
     }
@@ -857,15 +868,7 @@ async fn data_a_lenient_reader_reads_as_json_is_read_as_json_by_next_delta_and_e
                     let server = engine(stream.content_type, in_pieces(&body, size)).await;
                     let mut read = opened(&transport(&server)).await;
                     let deltas = all_deltas(&mut read).await.expect("not refused");
-                    let joined: String = deltas
-                        .iter()
-                        .filter(|(_, part, _)| *part == Part::Text)
-                        .map(|(_, _, text)| text.as_str())
-                        .collect();
-                    crate::support::forms::assert_no_form(TOKEN, &what, &joined);
-                    assert_eq!(joined.matches("[redacted]").count(), 1, "{what}: {joined}");
-                    assert!(joined.starts_with("The key is "), "{what}: {joined}");
-                    assert!(joined.ends_with(", keep it."), "{what}: {joined}");
+                    assert_concealed_once(&deltas, |(_, part, _)| *part == Part::Text, &what);
                 }
             }
         }
