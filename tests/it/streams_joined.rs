@@ -235,10 +235,9 @@ fn script(shape: Shape, parts: &[&str]) -> Scripted {
     }
 }
 
-/// What a reader got: each item's (type, id, data).
-type Read = Vec<(Option<String>, Option<String>, String)>;
-
-async fn read_all(shape: Shape, scripted: &Scripted) -> Read {
+/// The scripted stream, served in one chunk an item by an engine on
+/// loopback, opened.
+async fn open_scripted(shape: Shape, scripted: &Scripted) -> AnswerStream {
     let mut steps: Vec<Step> = scripted.items.iter().map(|item| chunk(item)).collect();
     steps.push(chunk(scripted.last));
     steps.push(Step::End);
@@ -248,8 +247,14 @@ async fn read_all(shape: Shape, scripted: &Scripted) -> Read {
         "text/event-stream"
     };
     let engine = engine(content_type, steps).await;
-    let transport = transport(&engine);
-    let mut stream = opened(&transport).await;
+    opened(&transport(&engine)).await
+}
+
+/// What a reader got: each item's (type, id, data).
+type Read = Vec<(Option<String>, Option<String>, String)>;
+
+async fn read_all(shape: Shape, scripted: &Scripted) -> Read {
+    let mut stream = open_scripted(shape, scripted).await;
     let mut read = Vec::new();
     if shape.ndjson() {
         while let Some(line) = next_line(&mut stream).await {
@@ -456,17 +461,7 @@ const DELTA_SHAPES: [Shape; 8] = [
 /// Each delta of the scripted stream, read with `next_delta`, as its
 /// choice, its part (`text`, `reasoning`, `arguments N`) and its text.
 async fn read_deltas(shape: Shape, scripted: &Scripted) -> Vec<(u32, String, String)> {
-    let mut steps: Vec<Step> = scripted.items.iter().map(|item| chunk(item)).collect();
-    steps.push(chunk(scripted.last));
-    steps.push(Step::End);
-    let content_type = if shape.ndjson() {
-        "application/x-ndjson"
-    } else {
-        "text/event-stream"
-    };
-    let engine = engine(content_type, steps).await;
-    let transport = transport(&engine);
-    let mut stream = opened(&transport).await;
+    let mut stream = open_scripted(shape, scripted).await;
     let mut read = Vec::new();
     loop {
         let next = tokio::time::timeout(crate::support::GUARD, stream.next_delta())
